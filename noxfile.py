@@ -1,0 +1,96 @@
+"""Sessions: tests per package, cross-package tests, lint, layering, benchmarks.
+
+``nox -s tests`` (the default) runs everything that passes on a CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "virtualenv"
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = False
+
+TORCH = "torch==2.13.0"  # the CPU build; a bare `torch` pulls a multi-GB CUDA build
+MAIN_PY = "3.11"  # torch is installable only for 3.11 here
+OTHER_PYS = ["3.10", "3.12", "3.13"]
+CORE = "packages/ndd-core"
+TEST_PLUGIN = "tests/plugins/ndd-testplugin"
+PACKAGES = {
+    "ops_cpu": "packages/ndd-ops-cpu",
+    "ops_cuda": "packages/ndd-ops-cuda",
+    "readers": "packages/ndd-readers",
+    "capture": "packages/ndd-capture",
+    "checkpoint": "packages/ndd-checkpoint",
+}
+
+
+def _pytest(session: nox.Session, *paths: str) -> None:
+    session.run("pytest", "-q", "-p", "no:cacheprovider", *paths, *session.posargs)
+
+
+@nox.session(python=MAIN_PY)
+def test_core(session: nox.Session) -> None:
+    """ndd-core with torch (zero-copy tests) and the test plugin."""
+    session.install("pytest", TORCH, CORE, TEST_PLUGIN)
+    _pytest(session, f"{CORE}/tests")
+
+
+@nox.session(python=OTHER_PYS)
+def test_core_pythons(session: nox.Session) -> None:
+    """ndd-core on the other Python versions (torch tests skip: no torch build here)."""
+    session.install("pytest", CORE, TEST_PLUGIN)
+    _pytest(session, f"{CORE}/tests")
+
+
+def _package_session(key: str, extra: tuple[str, ...] = ()) -> None:
+    path = PACKAGES[key]
+
+    @nox.session(python=MAIN_PY, name=f"test_{key}")
+    def _session(session: nox.Session) -> None:
+        session.install("pytest", TORCH, CORE, path, *extra)
+        _pytest(session, f"{path}/tests")
+
+    _session.__doc__ = f"Tests of {path}."
+
+
+_package_session("ops_cpu")
+_package_session("ops_cuda")
+_package_session("readers")
+_package_session("capture")
+_package_session("checkpoint")
+
+
+@nox.session(python=MAIN_PY)
+def test_cross(session: nox.Session) -> None:
+    """Cross-package and end-to-end tests in tests/."""
+    session.install("pytest", TORCH, CORE, *PACKAGES.values())
+    _pytest(session, "tests")
+
+
+@nox.session(python=MAIN_PY)
+def lint(session: nox.Session) -> None:
+    """ruff over the whole repository."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=MAIN_PY)
+def layering(session: nox.Session) -> None:
+    """Core imports no plugin; no plugin imports another."""
+    session.run("python", "scripts/check_layering.py")
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """Everything that passes on a CPU-only machine."""
+    for name in ("lint", "layering", "test_core", *(f"test_core_pythons-{v}" for v in OTHER_PYS),
+                 *(f"test_{k}" for k in PACKAGES), "test_cross"):
+        session.notify(name)
+
+
+@nox.session(python=MAIN_PY)
+def bench_core(session: nox.Session) -> None:
+    """Per-call overhead of a trivial op in each EvalMode (prints a table)."""
+    session.install(CORE)
+    session.run("python", "benchmarks/bench_core.py", *session.posargs)

@@ -1,0 +1,1 @@
+"""ndd-capture: capture mode for ndd, published as ``ndd.capture`` (filled by its own issue)."""

@@ -1,0 +1,157 @@
+"""Operators built into core (registered through the ``ndd.ops`` entry point)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _dispatch
+from ._batch import Batch
+from ._dispatch import KernelArgs, KernelContext
+from ._plugins import Registry
+from ._schema import ANY, DTYPE, Arg, OpSchema, OutMeta
+from ._storage import BatchData
+from ._tensor import Tensor
+
+# -- cast -------------------------------------------------------------------------
+
+
+def _cast_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    return [OutMeta(args["dtype"], inputs[0].ndim, inputs[0].layout)]
+
+
+def _cast_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    npd = args["dtype"].numpy_dtype
+    bd = inputs[0]
+    if bd.dense is not None:
+        return bd.dense.astype(npd)
+    return [s.astype(npd) for s in bd.samples]
+
+
+CAST = OpSchema(
+    "cast",
+    args={"dtype": Arg(DTYPE, required=True, doc="output element type")},
+    infer=_cast_infer,
+    doc="Convert the elements to ``dtype`` (NumPy casting rules: floats truncate toward zero).",
+)
+
+# -- subscript: Tensor[...] and Batch.slice[...] ---------------------------------
+# The index is normalised to a template of components: ("i", v), ("s", start, stop,
+# step), ("e",) for Ellipsis and ("n",) for None; a value may be ("$", k), meaning
+# "the per-sample value of extra input k".
+
+
+def _component_value(v: Any, extra: list, is_batch: bool) -> Any:
+    if v is None or isinstance(v, (int, np.integer)):
+        return None if v is None else int(v)
+    if isinstance(v, Batch):
+        if not is_batch:
+            raise TypeError("A Batch index needs a Batch to index (use batch.slice[...]).")
+        extra.append(v)
+        return ("$", len(extra))
+    if isinstance(v, Tensor):
+        return int(v.item())
+    raise TypeError(f"Invalid index component of type {type(v).__name__}")
+
+
+def _normalise(index: Any, is_batch: bool) -> tuple[tuple, list]:
+    if not isinstance(index, tuple):
+        index = (index,)
+    extra: list = []
+    comps = []
+    for c in index:
+        if c is Ellipsis:
+            comps.append(("e",))
+        elif c is None:
+            comps.append(("n",))
+        elif isinstance(c, slice):
+            comps.append(("s",) + tuple(_component_value(v, extra, is_batch)
+                                         for v in (c.start, c.stop, c.step)))
+        else:
+            comps.append(("i", _component_value(c, extra, is_batch)))
+    if sum(1 for c in comps if c[0] == "e") > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    return tuple(comps), extra
+
+
+def _expand(template: tuple, ndim: int) -> tuple:
+    used = sum(1 for c in template if c[0] in "is")
+    if used > ndim:
+        raise IndexError(f"too many indices: {used} for a sample of {ndim} dimension(s)")
+    out = []
+    for c in template:
+        if c[0] == "e":
+            out.extend([("s", None, None, None)] * (ndim - used))
+        else:
+            out.append(c)
+    if not any(c[0] == "e" for c in template):
+        out.extend([("s", None, None, None)] * (ndim - used))
+    return tuple(out)
+
+
+def _subscript_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    m = inputs[0]
+    comps = _expand(args["index"], m.ndim)
+    ndim = sum(1 for c in comps if c[0] in "sn")
+    layout = None
+    if m.layout and not any(c[0] == "n" for c in comps):
+        axes = [c for c in comps if c[0] in "is"]
+        layout = "".join(ch for ch, c in zip(m.layout, axes) if c[0] == "s") or None
+    return [OutMeta(m.dtype, ndim, layout)]
+
+
+def _resolve(v: Any, extras: list[BatchData], i: int) -> Any:
+    if isinstance(v, tuple):
+        return int(extras[v[1] - 1].sample(i))
+    return v
+
+
+def _subscript_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd, extras = inputs[0], inputs[1:]
+    comps = args["index"]
+    if not ctx.is_batch:
+        s = bd.sample(0)
+        return s[tuple(_to_index(c, extras, 0) for c in _expand(comps, s.ndim))][None]
+    if not extras and bd.dense is not None:
+        full = _expand(comps, bd.dense.ndim - 1)
+        idx = tuple(_to_index(c, extras, 0) for c in full)
+        return bd.dense[(slice(None),) + idx]
+    out = []
+    for i, s in enumerate(bd.samples):
+        full = _expand(comps, s.ndim)
+        out.append(s[tuple(_to_index(c, extras, i) for c in full)])
+    return out
+
+
+def _to_index(c: tuple, extras: list[BatchData], i: int) -> Any:
+    if c[0] == "i":
+        return _resolve(c[1], extras, i)
+    if c[0] == "n":
+        return None
+    return slice(*(_resolve(v, extras, i) for v in c[1:]))
+
+
+SUBSCRIPT = OpSchema(
+    "_subscript", variadic=True, args={"index": Arg(ANY, required=True)},
+    infer=_subscript_infer, internal=True,
+)
+
+
+def subscript(x: Tensor | Batch, index: Any) -> Any:
+    """``x[index]`` for a Tensor, or per-sample indexing for a Batch (``.slice``)."""
+    is_batch = isinstance(x, Batch)
+    template, extra = _normalise(index, is_batch)
+    _expand(template, x.ndim)  # raises IndexError now for too many indices
+    return _dispatch.call(SUBSCRIPT, (x, *extra), {"index": template})
+
+
+BUILTINS = ((CAST, _cast_cpu), (SUBSCRIPT, _subscript_cpu))
+
+
+def register(reg: Registry) -> None:
+    """Entry point of core's own operators (group ``ndd.ops``)."""
+    for schema, kernel in BUILTINS:
+        reg.add_schema(schema)
+        reg.add_kernel(schema.name, "cpu", kernel)

@@ -1,0 +1,96 @@
+"""Devices: ``ndd.Device("cpu" | "gpu" | "gpu:N")`` and the GPU backend lookup."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_tls = threading.local()
+
+
+class Device:
+    """A device on which data lives and operators run.
+
+    Works as a thread-local context manager: inside ``with ndd.Device("gpu"):``
+    new tensors and operators without inputs use that device.
+    """
+
+    __slots__ = ("device_type", "device_id")
+
+    def __init__(self, name: str | Device = "cpu", device_id: int | None = None) -> None:
+        if isinstance(name, Device):
+            name, device_id = name.device_type, name.device_id if device_id is None else device_id
+        if not isinstance(name, str):
+            raise TypeError(f"Device name must be a string, got {type(name).__name__}")
+        dev_type, _, idx = name.partition(":")
+        if dev_type == "mixed":
+            raise ValueError(
+                'device="mixed" is a pipeline-mode concept; in dynamic mode use device="gpu" '
+                "(decoders then run their hybrid CPU+GPU path)."
+            )
+        if dev_type not in ("cpu", "gpu"):
+            raise ValueError(f'Invalid device "{name}": expected "cpu", "gpu" or "gpu:N"')
+        if idx:
+            if not idx.isdigit():
+                raise ValueError(f'Invalid device id in "{name}"')
+            if device_id is not None and device_id != int(idx):
+                raise ValueError(f'Device id {device_id} conflicts with "{name}"')
+            device_id = int(idx)
+        if dev_type == "cpu":
+            if device_id not in (None, 0):
+                raise ValueError(f"Invalid device id {device_id} for the CPU")
+            device_id = None
+        else:
+            if device_id is None:
+                device_id = 0
+            if not isinstance(device_id, int) or device_id < 0:
+                raise ValueError(f"Invalid GPU device id {device_id!r}")
+        self.device_type = dev_type
+        self.device_id = device_id
+
+    @staticmethod
+    def current() -> Device:
+        """The innermost active device on this thread (CPU by default)."""
+        stack = getattr(_tls, "stack", None)
+        return stack[-1] if stack else CPU
+
+    def __enter__(self) -> Device:
+        stack = getattr(_tls, "stack", None)
+        if stack is None:
+            stack = _tls.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _tls.stack.pop()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except ValueError:
+                return False
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.device_type == other.device_type and self.device_id == other.device_id
+
+    def __hash__(self) -> int:
+        return hash((self.device_type, self.device_id))
+
+    def __str__(self) -> str:
+        return "cpu" if self.device_type == "cpu" else f"gpu:{self.device_id}"
+
+    def __repr__(self) -> str:
+        if self.device_type == "cpu":
+            return "Device(device_type='cpu')"
+        return f"Device(device_type='gpu', device_id={self.device_id})"
+
+
+CPU = Device("cpu")
+
+
+def device(x: Any, device_id: int | None = None) -> Device:
+    """Convert a name or Device to a :class:`Device`."""
+    if isinstance(x, Device) and device_id is None:
+        return x
+    return Device(x, device_id)

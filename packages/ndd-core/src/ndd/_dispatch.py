@@ -1,0 +1,279 @@
+"""The one path every operator call takes: validate, infer, pick a kernel, run.
+
+Capture mode observes and replaces calls through one hook (see
+:func:`ndd.plugins.set_op_call_hook`); core never imports it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import _convert
+from ._batch import Batch
+from ._device import CPU, Device
+from ._eval import EvalContext, EvalMode, Invocation, caller_frame
+from ._schema import Arg, OpSchema, OutMeta, convert_arg
+from ._storage import BatchData
+from ._tensor import Tensor
+
+# Set by a capture plugin: hook(schema, inputs, kwargs) -> result. It must call
+# ``invoke`` itself for calls it does not answer.
+op_call_hook: Any = None
+
+
+class PerSample:
+    """A per-sample argument: one NumPy value per sample (always on the CPU)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[np.ndarray]) -> None:
+        self.values = values
+
+    def array(self) -> np.ndarray:
+        """All values stacked (they must share a shape)."""
+        return np.stack(self.values) if self.values else np.zeros((0,))
+
+    def __repr__(self) -> str:
+        return f"PerSample({self.values!r})"
+
+
+class KernelArgs(dict):
+    """Arguments as a kernel sees them: constants, or :class:`PerSample` values."""
+
+    __slots__ = ("batch_size",)
+
+    def is_per_sample(self, name: str) -> bool:
+        return isinstance(self[name], PerSample)
+
+    def sample(self, name: str, i: int) -> Any:
+        """The value of ``name`` for sample ``i``."""
+        v = self[name]
+        return v.values[i] if isinstance(v, PerSample) else v
+
+    def per_sample(self, name: str) -> list:
+        """One value per sample (constants repeated)."""
+        v = self[name]
+        return v.values if isinstance(v, PerSample) else [v] * self.batch_size
+
+
+class KernelContext:
+    """What a kernel knows about its call besides inputs and arguments."""
+
+    __slots__ = ("op", "batch_size", "is_batch", "device", "thread_pool", "random_state",
+                 "input_layouts", "output_meta", "eval_context")
+
+    def __init__(self, op: str, batch_size: int, is_batch: bool, device: Device,
+                 eval_context: EvalContext, random_state: np.ndarray | None,
+                 input_layouts: list, output_meta: list[OutMeta]) -> None:
+        self.op = op
+        self.batch_size = batch_size
+        self.is_batch = is_batch
+        self.device = device
+        self.eval_context = eval_context
+        self.thread_pool = eval_context.thread_pool
+        self.random_state = random_state
+        self.input_layouts = input_layouts
+        self.output_meta = output_meta
+
+
+def call(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
+    """Entry point of every generated operator function."""
+    hook = op_call_hook
+    if hook is not None:
+        return hook(schema, inputs, kwargs)
+    return invoke(schema, inputs, kwargs)
+
+
+def _check_batch_size(op: str, v: Any) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise ValueError(f"Operator `{op}`: batch_size must be a non-negative int, got {v!r}")
+    return int(v)
+
+
+def _as_input(op: str, x: Any) -> Tensor | Batch:
+    from ._construct import as_batch, as_tensor
+
+    if isinstance(x, (list, tuple)) and x and all(isinstance(e, Tensor) for e in x):
+        return as_batch(x)
+    try:
+        return as_tensor(x)
+    except TypeError as e:
+        raise TypeError(f"Operator `{op}`: cannot use {type(x).__name__} as an input ({e})") from None
+
+
+def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]:
+    op = schema.name
+    if device is not None:
+        dev = device if isinstance(device, Device) else Device(device)
+    else:
+        dev = None
+        for x in ins:
+            if x is not None and x._device.device_type == "gpu":
+                if dev is not None and dev != x._device:
+                    raise RuntimeError(
+                        f"Operator `{op}`: inputs are on different GPUs ({dev} and {x._device})"
+                    )
+                dev = x._device
+        if dev is None:
+            dev = CPU if any(x is not None for x in ins) else Device.current()
+    kernels = schema.kernels
+    kernel = kernels.get(dev.device_type)
+    if kernel is None:
+        if not kernels:
+            raise NotImplementedError(_missing_message(schema))
+        if device is None and len(kernels) == 1:
+            (dt, kernel), = kernels.items()
+            if dt == "cpu" and dev.device_type == "gpu":
+                raise ValueError(
+                    f"Operator `{op}` runs only on the CPU, but an input is on {dev}; "
+                    "move it with .cpu() first."
+                )
+            dev = Device(dt) if dt == "cpu" else Device(dt, dev.device_id)
+        else:
+            raise ValueError(f'Invalid device "{dev}" for operator `{op}`')
+    if schema.conflicts and dev.device_type in schema.conflicts:
+        raise RuntimeError(schema.conflicts[dev.device_type])
+    return dev, kernel
+
+
+def _missing_message(schema: OpSchema) -> str:
+    pkg = schema.provided_by
+    name = f"ndd.{schema.name}"
+    if pkg:
+        return f"{name} is provided by the `{pkg}` package, which is not installed: pip install {pkg}"
+    return f"{name} has no kernel installed for any device"
+
+
+def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
+    """Run one operator call under the current EvalMode (the eager path)."""
+    op = schema.name
+    batch_size = kwargs.pop("batch_size", None)
+    device = kwargs.pop("device", None)
+    rng = kwargs.pop("rng", None) if schema.random else None
+
+    n = len(inputs)
+    if n < schema.min_inputs or (not schema.variadic and n > len(schema.inputs)):
+        want = f"at least {schema.min_inputs}" if schema.variadic else (
+            f"{schema.min_inputs}" if schema.min_inputs == len(schema.inputs)
+            else f"{schema.min_inputs} to {len(schema.inputs)}")
+        raise TypeError(f"Operator `{op}` takes {want} positional input(s), got {n}")
+    bs = None if batch_size is None else _check_batch_size(op, batch_size)
+    ins: list = []
+    for x in inputs:
+        if x is not None and not isinstance(x, (Tensor, Batch)):
+            x = _as_input(op, x)
+        if isinstance(x, Batch):
+            if bs is None:
+                bs = x._bs
+            elif bs != x._bs:
+                raise ValueError(f"Inconsistent batch size: {bs} != {x._bs}")
+        ins.append(x)
+
+    args = KernelArgs(schema.defaults)
+    batch_args: dict[str, tuple[Arg, Batch]] | None = None
+    spec_args = schema.args
+    for name, v in kwargs.items():
+        spec = spec_args.get(name)
+        if spec is None:
+            raise TypeError(f"Operator `{op}` got an unexpected keyword argument '{name}'")
+        if v is None:
+            continue
+        if isinstance(v, Batch):
+            if not spec.per_sample:
+                raise TypeError(
+                    f"Operator `{op}`: argument '{name}' does not accept per-sample values (a Batch)"
+                )
+            if bs is None:
+                bs = v._bs
+            elif bs != v._bs:
+                raise ValueError(f"Inconsistent batch size: {bs} != {v._bs}")
+            if batch_args is None:
+                batch_args = {}
+            batch_args[name] = (spec, v)
+        else:
+            if isinstance(v, Tensor) and v._meta_extra == "random" and (bs is not None or any(
+                    isinstance(x, Batch) for x in ins)):
+                warnings.warn(
+                    f"Operator `{op}`: argument '{name}' is a single random value shared by every "
+                    "sample; pass batch_size= to the random operator to draw one value per sample.",
+                    UserWarning, stacklevel=3,
+                )
+            args[name] = convert_arg(op, name, spec, v)
+    for name, spec in spec_args.items():
+        if spec.required and args[name] is None and (batch_args is None or name not in batch_args):
+            raise TypeError(f"Operator `{op}` is missing the required argument '{name}'")
+    if schema.validate is not None:
+        schema.validate(args)
+
+    is_batch = bs is not None
+    dev, kernel = _pick_kernel(schema, ins, device)
+    if schema.random:
+        if rng is None:
+            from .random._rng import get_default_rng
+
+            rng = get_default_rng()
+        else:
+            from .random._rng import RNG
+
+            if not isinstance(rng, RNG):
+                raise ValueError(
+                    f"Operator `{op}`: rng must be an ndd.random.RNG, got {type(rng).__name__}"
+                )
+        state = rng.draw_words(7)
+    else:
+        state = None
+
+    in_metas = [OutMeta(x._dtype, x._ndim, x._layout) if x is not None else None for x in ins]
+    out_metas = schema.infer(in_metas, args)
+    ctx = EvalContext.current()
+    n_out = bs if is_batch else 1
+    args.batch_size = n_out
+    kc = KernelContext(op, n_out, is_batch, dev, ctx, state,
+                       [m.layout if m is not None else None for m in in_metas], out_metas)
+
+    def run() -> list:
+        bds = []
+        for x in ins:
+            if x is None:
+                bds.append(None)
+            elif isinstance(x, Batch) or not is_batch:
+                bds.append(x._batch_data())
+            else:  # a Tensor broadcast to the batch
+                bds.append(BatchData(samples=[x._array()] * n_out))
+        if batch_args:
+            for name, (spec, b) in batch_args.items():
+                bd = b.cpu()._batch_data() if b._device.device_type != "cpu" else b._batch_data()
+                npd = spec.sample_dtype
+                args[name] = PerSample([np.asarray(s, npd) for s in bd.samples])
+        out = kernel(kc, bds, args)
+        if not isinstance(out, tuple):
+            out = (out,)
+        return [BatchData.of(o) for o in out]
+
+    mode = EvalMode.current()
+    inv = Invocation(run, mode, ctx)
+    if mode >= EvalMode.sync_cpu or any(x is not None and x._ext for x in ins):
+        inv.mode = EvalMode.sync_cpu
+        inv.run()
+        if inv.error is not None:
+            err = inv.error
+            raise err.with_traceback(err.__traceback__)
+        if mode is EvalMode.sync_full and dev.device_type == "gpu":
+            _convert.gpu_backend().synchronize(ctx)
+    else:
+        inv.remember_caller(caller_frame(2))
+        if mode is EvalMode.eager:
+            ctx.submit(inv)
+    if is_batch:
+        outs = [Batch._wrap(None, m.dtype, m.layout, dev, m.ndim, bs, inv=inv, idx=i)
+                for i, m in enumerate(out_metas)]
+    else:
+        outs = [Tensor._wrap(None, m.dtype, m.layout, dev, m.ndim, inv=inv, idx=i)
+                for i, m in enumerate(out_metas)]
+        if schema.random:
+            for t in outs:
+                t._meta_extra = "random"
+    return outs[0] if len(outs) == 1 else tuple(outs)

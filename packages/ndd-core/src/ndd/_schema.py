@@ -1,0 +1,171 @@
+"""Operator schemas: inputs, arguments with types and defaults, output metadata."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _dtype
+from ._tensor import Tensor
+from .types import DALIImageType, DALIInterpType
+
+
+class OutMeta(NamedTuple):
+    """Metadata of one output, known without running the operator."""
+
+    dtype: _dtype.DType
+    ndim: int
+    layout: str | None
+
+
+# Argument kinds and the Python values each accepts.
+INT, FLOAT, BOOL, STR, DTYPE, IMAGE_TYPE, INTERP_TYPE, INTS, FLOATS, ANY = (
+    "int", "float", "bool", "str", "dtype", "image_type", "interp_type", "ints", "floats", "any",
+)
+_PER_SAMPLE_NP = {INT: np.int32, FLOAT: np.float32, BOOL: np.bool_, INTS: np.int32,
+                  FLOATS: np.float32, INTERP_TYPE: np.int32, IMAGE_TYPE: np.int32}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One keyword argument of an operator.
+
+    ``per_sample`` marks DALI's tensor arguments: they also accept a Batch with one
+    value per sample.
+    """
+
+    kind: str
+    default: Any = None
+    per_sample: bool = False
+    required: bool = False
+    doc: str = ""
+    choices: tuple | None = None
+
+    @property
+    def sample_dtype(self) -> Any:
+        return _PER_SAMPLE_NP.get(self.kind, None)
+
+
+def _type_error(op: str, name: str, expected: str, value: Any) -> TypeError:
+    return TypeError(
+        f"Operator `{op}`: argument '{name}' expects {expected}, got {type(value).__name__} {value!r}"
+    )
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
+    """Check and normalise a constant (non-Batch) argument value."""
+    if isinstance(v, Tensor):
+        v = v._host()
+    k = spec.kind
+    if k == ANY:
+        return v
+    if isinstance(v, np.ndarray):
+        if k in (INTS, FLOATS) or (spec.per_sample and v.ndim > 0):
+            v = v.tolist()
+        elif v.ndim == 0:
+            v = v.item()
+        else:
+            raise _type_error(op, name, f"a scalar {k}", v)
+    if k == INT:
+        if _is_int(v):
+            return int(v)
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            return int(v)
+        raise _type_error(op, name, "an int", v)
+    if k == FLOAT:
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+            return float(v)
+        raise _type_error(op, name, "a float", v)
+    if k == BOOL:
+        if isinstance(v, (bool, np.bool_)) or (_is_int(v) and v in (0, 1)):
+            return bool(v)
+        raise _type_error(op, name, "a bool", v)
+    if k == STR:
+        if not isinstance(v, str):
+            raise _type_error(op, name, "a string", v)
+        if spec.choices is not None and v not in spec.choices:
+            raise ValueError(
+                f"Operator `{op}`: argument '{name}' must be one of {', '.join(map(repr, spec.choices))}; got {v!r}"
+            )
+        return v
+    if k == DTYPE:
+        if isinstance(v, str):
+            raise ValueError(
+                f"Operator `{op}`: argument '{name}' takes a dtype such as ndd.float32 or "
+                f"types.DALIDataType.FLOAT, not the string {v!r}"
+            )
+        if v is int or v is float:
+            raise ValueError(
+                f"Operator `{op}`: argument '{name}' cannot be the Python type {v.__name__}; "
+                "use ndd.int32 or ndd.float32"
+            )
+        try:
+            return _dtype.dtype(v)
+        except (TypeError, ValueError):
+            raise _type_error(op, name, "a dtype", v) from None
+    if k in (IMAGE_TYPE, INTERP_TYPE):
+        cls = DALIImageType if k == IMAGE_TYPE else DALIInterpType
+        if isinstance(v, cls):
+            return v
+        if isinstance(v, enum.Enum) or not _is_int(v):
+            raise _type_error(op, name, f"a {cls.__name__} value", v)
+        try:
+            return cls(int(v))
+        except ValueError:
+            raise ValueError(f"Operator `{op}`: argument '{name}': {v} is not a valid {cls.__name__}") from None
+    if k in (INTS, FLOATS):
+        scalar = FLOAT if k == FLOATS else INT
+        items = v if isinstance(v, (list, tuple)) else [v]
+        return tuple(convert_arg(op, name, Arg(scalar), x) for x in items)
+    raise AssertionError(f"unknown argument kind {k}")
+
+
+def _same_as_input(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    return [inputs[0]]
+
+
+@dataclass
+class OpSchema:
+    """An operator: its public path, inputs, arguments and output inference.
+
+    ``name`` is the dotted path under ``ndd`` (``"resize"``, ``"decoders.image"``).
+    ``infer`` maps input metadata and arguments to output metadata; ``validate``
+    checks argument values at call time (raise ValueError naming the argument).
+    Kernels per device are attached by plugins through :class:`ndd.plugins.Registry`.
+    """
+
+    name: str
+    inputs: tuple[str, ...] = ("input",)
+    args: dict[str, Arg] = field(default_factory=dict)
+    min_inputs: int | None = None
+    variadic: bool = False
+    infer: Callable[[Sequence[OutMeta], dict], list[OutMeta]] = _same_as_input
+    validate: Callable[[dict], None] | None = None
+    random: bool = False
+    provided_by: str | None = None
+    doc: str = ""
+    internal: bool = False
+    kernels: dict[str, Callable] = field(default_factory=dict, repr=False)
+    kernel_sources: dict[str, str] = field(default_factory=dict, repr=False)
+    conflicts: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.min_inputs is None:
+            self.min_inputs = len(self.inputs)
+        self.defaults = {k: a.default for k, a in self.args.items()}
+
+    @property
+    def module(self) -> str:
+        return self.name.rpartition(".")[0]
+
+    @property
+    def short_name(self) -> str:
+        return self.name.rpartition(".")[2]

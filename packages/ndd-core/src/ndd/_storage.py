@@ -1,0 +1,66 @@
+"""Concrete batch storage shared by Batch and the kernels (internal)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class BatchData:
+    """The samples of one evaluated batch.
+
+    ``dense`` is one array with a leading batch dimension when the samples share
+    a shape (kernels use it for vectorised work); ``samples`` is the list of
+    per-sample arrays (views of ``dense`` when it exists).
+    """
+
+    __slots__ = ("dense", "_samples")
+
+    def __init__(self, dense: Any = None, samples: list | None = None) -> None:
+        if dense is None and samples is None:
+            raise ValueError("BatchData needs dense data or a list of samples")
+        self.dense = dense
+        self._samples = samples
+
+    @classmethod
+    def of(cls, value: Any) -> BatchData:
+        """Wrap a kernel result: a BatchData, one array (leading batch dim) or a list."""
+        if isinstance(value, BatchData):
+            return value
+        if isinstance(value, (list, tuple)):
+            return cls(samples=list(value))
+        return cls(dense=value)
+
+    @property
+    def samples(self) -> list:
+        if self._samples is None:
+            d = self.dense
+            # ``d[i, ...]`` keeps 0-d samples as arrays (``list(d)`` would give scalars).
+            self._samples = [d[i, ...] for i in range(len(d))]
+        return self._samples
+
+    def __len__(self) -> int:
+        return len(self.dense) if self.dense is not None else len(self._samples)
+
+    def sample(self, i: int) -> Any:
+        if self.dense is not None:
+            return self.dense[i, ...]
+        return self._samples[i]
+
+    def is_uniform(self) -> bool:
+        if self.dense is not None:
+            return True
+        s = self._samples
+        return all(x.shape == s[0].shape for x in s)
+
+    def stacked(self, xp: Any = np) -> Any:
+        """One array with a leading batch dim; stacks (copies) uniform samples once."""
+        if self.dense is None:
+            if not self.is_uniform():
+                raise ValueError("samples have different shapes and cannot be stacked")
+            if not self._samples:
+                raise ValueError("an empty batch cannot be stacked")
+            self.dense = xp.stack(self._samples)
+            self._samples = None
+        return self.dense

@@ -1,0 +1,93 @@
+"""The shared CPU thread pool that kernels use for per-sample work."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def _default_threads() -> int:
+    env = os.environ.get("NDD_NUM_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"NDD_NUM_THREADS must be an integer, got {env!r}") from None
+        if n < 1:
+            raise ValueError(f"NDD_NUM_THREADS must be >= 1, got {n}")
+        return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class ThreadPool:
+    """A pool of worker threads; ``map`` runs a function over items in parallel.
+
+    With one thread (or one item) work runs inline, which avoids hand-off cost.
+    """
+
+    def __init__(self, num_threads: int | None = None) -> None:
+        n = _default_threads() if num_threads is None else num_threads
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"num_threads must be a positive integer, got {n!r}")
+        self.num_threads = n
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="ndd-pool")
+        return self._pool
+
+    def map(self, fn: Callable[..., T], *iterables: Iterable[Any]) -> list[T]:
+        """Apply ``fn`` to the items and return the results in order."""
+        items = list(zip(*iterables))
+        if self.num_threads == 1 or len(items) <= 1:
+            return [fn(*it) for it in items]
+        return list(self._executor().map(lambda it: fn(*it), items))
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __repr__(self) -> str:
+        return f"ThreadPool(num_threads={self.num_threads})"
+
+
+_default_pool: ThreadPool | None = None
+_pool_lock = threading.Lock()
+
+
+def default_thread_pool() -> ThreadPool:
+    """The process-wide CPU pool (created on first use)."""
+    global _default_pool
+    if _default_pool is None:
+        with _pool_lock:
+            if _default_pool is None:
+                _default_pool = ThreadPool()
+    return _default_pool
+
+
+def set_num_threads(num_threads: int) -> None:
+    """Resize the shared CPU thread pool."""
+    global _default_pool
+    new = ThreadPool(num_threads)
+    with _pool_lock:
+        old, _default_pool = _default_pool, new
+    if old is not None:
+        old.shutdown()
+
+
+def get_num_threads() -> int:
+    """Number of threads in the shared CPU thread pool."""
+    return default_thread_pool().num_threads

@@ -1,0 +1,73 @@
+"""The plugin interface of ndd (ours; DALI has no equivalent).
+
+Plugins are distributions with entry points in the groups ``ndd.ops``,
+``ndd.readers``, ``ndd.devices`` (a callable ``register(registry)``) or
+``ndd.extensions`` (a module published as ``ndd.<name>``). A kernel is a function
+``kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)`` returning
+one output (a BatchData, an array with a leading batch dimension, or a list of
+per-sample arrays) or a tuple of outputs.
+
+``report()`` says what loaded and what failed. ``set_op_call_hook`` is the single
+point through which capture mode observes and answers operator calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import _dispatch, _plugins
+from ._dispatch import KernelArgs, KernelContext, PerSample, invoke
+from ._plugins import PluginRecord, Registry
+from ._schema import Arg, OpSchema, OutMeta
+from ._storage import BatchData
+
+__all__ = ["Arg", "BatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
+           "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
+           "get_op_call_hook", "schemas"]
+
+
+@dataclass
+class PluginReport:
+    """What loaded (``loaded``) and what failed (``failed``), one record per entry point."""
+
+    loaded: list[PluginRecord]
+    failed: list[PluginRecord]
+
+    def __str__(self) -> str:
+        rows = [("status", "group", "name", "distribution", "detail")]
+        for r in self.loaded:
+            rows.append(("ok", r.group, r.name, f"{r.distribution} {r.version}", r.value))
+        for r in self.failed:
+            rows.append(("FAILED", r.group, r.name, f"{r.distribution} {r.version}", r.error or ""))
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        return "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4] for row in rows
+        )
+
+
+def report() -> PluginReport:
+    """Load plugins (once) and report what loaded and what failed, and why."""
+    recs = _plugins.records()
+    return PluginReport([r for r in recs if r.ok], [r for r in recs if not r.ok])
+
+
+def schemas() -> dict[str, OpSchema]:
+    """Every declared operator, by dotted name."""
+    _plugins.ensure_loaded()
+    return dict(_plugins.schemas)
+
+
+def set_op_call_hook(hook: Any) -> None:
+    """Install ``hook(schema, inputs, kwargs)`` in front of every operator call.
+
+    The hook answers the call itself or passes it on with :func:`invoke`.
+    ``None`` removes it. Only one hook can be installed at a time.
+    """
+    if hook is not None and _dispatch.op_call_hook not in (None, hook):
+        raise RuntimeError("Another operator call hook is already installed.")
+    _dispatch.op_call_hook = hook
+
+
+def get_op_call_hook() -> Any:
+    return _dispatch.op_call_hook

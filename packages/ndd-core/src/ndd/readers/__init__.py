@@ -1,0 +1,38 @@
+"""Reader classes (``ndd.readers.File`` …), provided by plugins such as ``ndd-readers``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _plugins
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    _plugins.ensure_loaded()
+    cls = _plugins.readers.get(name)
+    if cls is not None:
+        globals()[name] = cls
+        return cls
+    known = set(_plugins.readers) | set(_plugins.KNOWN_READERS)
+    for k in known:
+        if k.lower() == name.lower():
+            if k in _plugins.readers:
+                raise AttributeError(
+                    f"ndd.readers has no attribute '{name}'; reader classes are PascalCase: "
+                    f"use ndd.readers.{k}"
+                )
+            break
+    else:
+        raise AttributeError(f"module 'ndd.readers' has no attribute '{name}'")
+    raise AttributeError(
+        f"ndd.readers.{k} is provided by the `ndd-readers` package, which is not installed: "
+        "pip install ndd-readers"
+        + (f" (and note reader classes are PascalCase: ndd.readers.{k})" if k != name else "")
+    )
+
+
+def __dir__() -> list[str]:
+    _plugins.ensure_loaded()
+    return sorted(_plugins.readers)

@@ -1,0 +1,139 @@
+"""The op dispatch path: validation, batch and device inference, plugins, the hook."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ndd
+import ndd.plugins as plugins
+
+
+def test_cast_values_against_numpy():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-300, 300, (4, 5)).astype(np.float32)
+    for dt, npd in [(ndd.int32, np.int32), (ndd.uint8, np.uint8), (ndd.float64, np.float64),
+                    (ndd.int16, np.int16)]:
+        np.testing.assert_array_equal(np.asarray(ndd.cast(ndd.tensor(a), dtype=dt)), a.astype(npd))
+        out = ndd.cast(ndd.as_batch(a), dtype=dt)
+        assert isinstance(out, ndd.Batch) and out.batch_size == 4 and out.dtype == dt
+        np.testing.assert_array_equal(out.torch().numpy() if False else np.stack([np.asarray(t) for t in out]),
+                                      a.astype(npd))
+
+
+def test_cast_ragged_and_layout_kept():
+    b = ndd.batch([np.ones((2, 2), np.uint8), np.ones((3, 2), np.uint8)], layout="HW")
+    out = ndd.cast(b, dtype=ndd.float32)
+    assert out.layout == "HW" and out.shape == [(2, 2), (3, 2)] and out.dtype == ndd.float32
+
+
+def test_sample_vs_batch_mode():
+    assert isinstance(ndd.cast(ndd.tensor([1]), dtype=ndd.float32), ndd.Tensor)
+    assert isinstance(ndd.cast(ndd.tensor([1]), dtype=ndd.float32, batch_size=3), ndd.Batch)
+    b = ndd.cast(ndd.tensor([1, 2]), dtype=ndd.float32, batch_size=3)
+    assert b.shape == [(2,)] * 3
+
+
+def test_inconsistent_batch_size():
+    scale = ndd.testplugin.scale
+    b2 = ndd.as_batch(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="Inconsistent batch size: 2 != 3"):
+        scale(b2, factor=ndd.as_batch(np.ones(3, np.float32)))
+    with pytest.raises(ValueError, match="Inconsistent batch size: 4 != 2"):
+        ndd.cast(b2, dtype=ndd.int8, batch_size=4)
+
+
+def test_argument_validation_names_op_and_argument():
+    x = ndd.tensor([1.0])
+    with pytest.raises(TypeError, match="Operator `cast` got an unexpected keyword argument 'dtyp'"):
+        ndd.cast(x, dtyp=ndd.int32)
+    with pytest.raises(TypeError, match="Operator `cast` is missing the required argument 'dtype'"):
+        ndd.cast(x)
+    with pytest.raises(ValueError, match="not the string 'float32'"):
+        ndd.cast(x, dtype="float32")
+    with pytest.raises(ValueError, match="Python type int"):
+        ndd.cast(x, dtype=int)
+    with pytest.raises(TypeError, match="argument 'factor' expects a float"):
+        ndd.testplugin.scale(x, factor="big")
+    with pytest.raises(TypeError, match="does not accept per-sample values"):
+        ndd.cast(ndd.as_batch(np.ones((2, 1))), dtype=ndd.as_batch(np.ones(2)))
+    with pytest.raises(TypeError, match="takes 1 positional input"):
+        ndd.cast(x, x, dtype=ndd.int32)
+    with pytest.raises(ValueError, match="batch_size must be a non-negative int"):
+        ndd.cast(x, dtype=ndd.int32, batch_size=-1)
+
+
+def test_per_sample_argument_batch():
+    b = ndd.as_batch(np.ones((3, 2), np.float32))
+    out = ndd.testplugin.scale(b, factor=ndd.batch([np.float32(1), np.float32(2), np.float32(3)]))
+    np.testing.assert_array_equal(np.stack([np.asarray(t) for t in out]), [[1, 1], [2, 2], [3, 3]])
+    out2 = ndd.testplugin.scale(b, factor=5)  # scalar broadcast
+    assert np.asarray(out2.tensors[2]).tolist() == [5, 5]
+
+
+def test_device_inference_and_errors():
+    x = ndd.tensor([1])
+    assert ndd.cast(x, dtype=ndd.int8).device == ndd.Device("cpu")
+    with pytest.raises(ValueError, match='Invalid device "gpu:0" for operator `cast`'):
+        ndd.cast(x, dtype=ndd.int8, device="gpu")
+    with pytest.raises(ValueError, match='use device="gpu"'):
+        ndd.cast(x, dtype=ndd.int8, device="mixed")
+
+
+def test_missing_plugin_names_the_package():
+    from ndd._plugins import Registry
+    from ndd._schema import OpSchema
+
+    if "_needs_pkg" not in plugins.schemas():
+        Registry("tests").add_schema(OpSchema("_needs_pkg", provided_by="ndd-ops-cpu"))
+    with pytest.raises(AttributeError, match="pip install ndd-ops-cpu"):
+        ndd._needs_pkg  # noqa: B018
+    with pytest.raises(AttributeError, match="has no attribute 'definitely_not_an_op'"):
+        ndd.definitely_not_an_op  # noqa: B018
+
+
+def test_signature_and_doc():
+    import inspect
+
+    sig = inspect.signature(ndd.cast)
+    assert list(sig.parameters)[:1] == ["input"]
+    assert sig.parameters["input"].kind is inspect.Parameter.POSITIONAL_ONLY
+    assert sig.parameters["dtype"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert "batch_size" in sig.parameters and "device" in sig.parameters
+    assert "dtype" in ndd.cast.__doc__ and ndd.cast.__module__ == "ndd"
+    assert ndd.testplugin.scale.__module__ == "ndd.testplugin"
+
+
+def test_hook_observes_and_replaces():
+    seen = []
+
+    def hook(schema, inputs, kwargs):
+        seen.append((schema.name, sorted(kwargs)))
+        if kwargs.get("dtype") is ndd.int8:
+            return "answered by hook"
+        return plugins.invoke(schema, inputs, kwargs)
+
+    plugins.set_op_call_hook(hook)
+    try:
+        assert ndd.cast(ndd.tensor([1]), dtype=ndd.int8) == "answered by hook"
+        out = ndd.cast(ndd.tensor([1]), dtype=ndd.int16)
+        assert out.dtype == ndd.int16
+        with pytest.raises(RuntimeError, match="already installed"):
+            plugins.set_op_call_hook(lambda *a: None)
+    finally:
+        plugins.set_op_call_hook(None)
+    assert seen == [("cast", ["dtype"]), ("cast", ["dtype"])]
+    assert plugins.get_op_call_hook() is None
+
+
+def test_random_tensor_in_batch_context_warns():
+    from ndd._tensor import Tensor
+
+    t = ndd.tensor(np.float32(2))
+    t._meta_extra = "random"  # what a random op without batch_size returns
+    assert isinstance(t, Tensor)
+    with pytest.warns(UserWarning, match="pass batch_size= to the random operator"):
+        ndd.testplugin.scale(ndd.as_batch(np.ones((2, 1), np.float32)), factor=t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ndd.testplugin.scale(ndd.tensor(np.ones(1, np.float32)), factor=t)  # sample mode: fine

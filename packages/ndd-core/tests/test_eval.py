@@ -1,0 +1,223 @@
+"""EvalMode, EvalContext, the background executor and error propagation."""
+
+import threading
+import time
+import traceback
+
+import numpy as np
+import pytest
+
+import ndd
+from ndd.plugins import Arg, OpSchema, Registry, schemas
+
+# A test-only op whose kernel records when it runs and can fail or block.
+_runs: list = []
+_gate = threading.Event()
+PROBE = OpSchema("_test_probe", args={"fail": Arg("bool", default=False),
+                                      "wait": Arg("bool", default=False),
+                                      "tag": Arg("int", default=0)}, internal=True)
+
+
+def _probe_kernel(ctx, inputs, args):
+    if args["wait"]:
+        assert _gate.wait(5)
+    _runs.append((args["tag"], threading.current_thread().name))
+    if args["fail"]:
+        raise KeyError("probe failed on purpose")
+    return inputs[0].dense + 1
+
+
+if "_test_probe" not in schemas():
+    reg = Registry("tests")
+    reg.add_schema(PROBE)
+    reg.add_kernel("_test_probe", "cpu", _probe_kernel)
+
+
+def probe(x, **kw):
+    from ndd._dispatch import call
+
+    return call(PROBE, (x,), kw)
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    _runs.clear()
+    _gate.set()
+    yield
+    _gate.set()
+
+
+def test_ordering_and_alias():
+    E = ndd.EvalMode
+    assert E.deferred < E.eager < E.sync_cpu < E.sync_full
+    assert E.default is E.eager
+    assert E.current() is E.eager
+    with E.sync_cpu:
+        assert E.current() is E.sync_cpu
+        with E.deferred:
+            assert E.current() is E.deferred
+        assert E.current() is E.sync_cpu
+    assert E.current() is E.eager
+
+
+def test_mode_stack_is_thread_local():
+    seen = []
+    with ndd.EvalMode.deferred:
+        t = threading.Thread(target=lambda: seen.append(ndd.EvalMode.current()))
+        t.start()
+        t.join()
+    assert seen == [ndd.EvalMode.eager]
+
+
+def _own(x):
+    # A tensor made by ndd (not wrapping user memory), so calls on it are not forced sync.
+    return ndd.tensor(x)
+
+
+def test_eager_runs_in_background_in_order():
+    _gate.clear()
+    x = _own(np.zeros(2, np.int32))
+    a = probe(x, wait=True, tag=1)
+    b = probe(x, tag=2)
+    assert a.dtype == ndd.int32 and a.ndim == 1  # metadata without running
+    assert _runs == []  # still blocked behind the gate
+    _gate.set()
+    assert np.asarray(b).tolist() == [1, 1]
+    assert [r[0] for r in _runs] == [1, 2]
+    assert all(r[1] == "ndd-executor" for r in _runs)
+
+
+def test_deferred_runs_only_when_needed():
+    x = _own(np.zeros(2, np.int32))
+    with ndd.EvalMode.deferred:
+        y = probe(x, tag=1)
+        probe(x, tag=2)  # never read
+        time.sleep(0.05)
+        assert _runs == []
+        assert y.ndim == 1 and y.dtype == ndd.int32
+        np.asarray(y)
+    assert [r[0] for r in _runs] == [1]
+    assert _runs[0][1] == threading.current_thread().name
+
+
+@pytest.mark.parametrize("mode", [ndd.EvalMode.sync_cpu, ndd.EvalMode.sync_full])
+def test_sync_runs_at_call_in_caller(mode):
+    x = _own(np.zeros(2, np.int32))
+    with mode:
+        probe(x, tag=7)
+        assert _runs == [(7, threading.current_thread().name)]
+        with pytest.raises(KeyError, match="on purpose") as info:
+            probe(x, fail=True)
+        assert info.value.__cause__ is None
+
+
+def test_wrapping_user_memory_runs_at_once():
+    a = np.zeros(2, np.int32)
+    with ndd.EvalMode.deferred:
+        probe(ndd.as_tensor(a), tag=3)
+        assert [r[0] for r in _runs] == [3]
+
+
+@pytest.mark.parametrize("mode,message", [
+    (ndd.EvalMode.eager, "An error happened during asynchronous execution"),
+    (ndd.EvalMode.deferred, "An error happened during deferred evaluation"),
+])
+def test_async_error_reraised_on_access(mode, message):
+    x = _own(np.zeros(2, np.int32))
+    from ndd._dispatch import call
+
+    with mode:
+        y = call(PROBE, (x,), {"fail": True})  # the user's call line
+        call_line = traceback.extract_stack()[-1].lineno - 1
+    with pytest.raises(KeyError) as info:
+        np.asarray(y)
+    assert str(info.value).strip("'\"") == message
+    cause = info.value.__cause__
+    assert isinstance(cause, KeyError) and "on purpose" in str(cause)
+    frames = traceback.extract_tb(cause.__traceback__)
+    assert frames[0].filename == __file__ and frames[0].lineno == call_line
+    with pytest.raises(KeyError):  # every access re-raises
+        y.evaluate()
+
+
+def test_argument_errors_raise_at_call_in_every_mode():
+    x = _own(np.zeros(2, np.int32))
+    for mode in ndd.EvalMode:
+        with mode, pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+            probe(x, nope=1)
+
+
+def test_waiting_from_executor_thread_does_not_deadlock():
+    # A kernel that reads another lazy result while running on the executor.
+    x = _own(np.zeros(2, np.int32))
+    inner = probe(x, tag=1)
+    holder = {}
+
+    def read_inner(ctx, inputs, args):
+        holder["v"] = np.asarray(inner).tolist()
+        return inputs[0].dense
+
+    s = OpSchema("_test_reader_probe", internal=True)
+    if "_test_reader_probe" not in schemas():
+        reg = Registry("tests")
+        reg.add_schema(s)
+        reg.add_kernel("_test_reader_probe", "cpu", read_inner)
+    from ndd._dispatch import call
+
+    np.asarray(call(schemas()["_test_reader_probe"], (x,), {}))
+    assert holder["v"] == [1, 1]
+
+
+def test_eval_context():
+    ctx = ndd.EvalContext(num_threads=2)
+    assert ctx.num_threads == 2 and ctx.device_id is None and ctx.cuda_stream is None
+    with pytest.raises(ValueError):
+        ndd.EvalContext(num_threads=2, thread_pool=ndd.ThreadPool(1))
+    assert ndd.EvalContext.current() is ndd.EvalContext.default()
+    with ctx:
+        assert ndd.EvalContext.current() is ctx
+        x = _own(np.zeros(2, np.int32))
+        y = probe(x)
+        ctx.evaluate_all()
+        assert len(_runs) == 1 and y.evaluate() is y
+    assert ndd.EvalContext.current() is ndd.EvalContext.default()
+
+
+def test_eval_context_two_threads():
+    ctx = ndd.EvalContext()
+    entered, release, errors = threading.Event(), threading.Event(), []
+
+    def hold():
+        with ctx:
+            entered.set()
+            release.wait(5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    entered.wait(5)
+    try:
+        with ctx:
+            pass
+    except RuntimeError as e:
+        errors.append(str(e))
+    release.set()
+    t.join()
+    assert errors == ["An EvalContext cannot be active in two threads simultaneously."]
+    with ctx:  # free again once the other thread left
+        pass
+
+
+def test_default_context_per_thread():
+    other = []
+    t = threading.Thread(target=lambda: other.append(ndd.EvalContext.current()))
+    t.start()
+    t.join()
+    assert other[0] is not ndd.EvalContext.current()
+
+
+def test_checkpoint_property_needs_package():
+    try:
+        import ndd_checkpoint  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="ndd-checkpoint"):
+            ndd.EvalContext().checkpoint  # noqa: B018

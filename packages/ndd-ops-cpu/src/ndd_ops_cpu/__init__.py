@@ -1,0 +1,1 @@
+"""ndd-ops-cpu: CPU kernels of ndd's image operators (registered via the ``ndd.ops`` entry point)."""

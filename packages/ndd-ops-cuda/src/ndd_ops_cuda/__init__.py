@@ -1,0 +1,1 @@
+"""ndd-ops-cuda: the GPU device and CUDA kernels (registered via the ``ndd.ops`` entry point)."""

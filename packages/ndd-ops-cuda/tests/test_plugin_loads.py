@@ -1,0 +1,10 @@
+"""The ndd-ops-cuda entry point is discovered and loads without error."""
+
+import ndd
+
+
+def test_entry_point_loaded():
+    loaded = {(r.group, r.name): r for r in ndd.plugins.report().loaded}
+    rec = loaded[("ndd.ops", "cuda")]
+    assert rec.distribution == "ndd-ops-cuda" and rec.value == "ndd_ops_cuda._register:register"
+    assert not [r for r in ndd.plugins.report().failed if r.distribution == "ndd-ops-cuda"]
