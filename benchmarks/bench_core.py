@@ -14,7 +14,6 @@ import numpy as np
 
 import ndd
 
-
 CHUNK = 8  # calls in flight at once; results are dropped after each chunk to keep memory flat
 
 

@@ -2,8 +2,6 @@
 
 import sys
 
-import ndd
-
 
 def test_import_as_ndd_capture():
     import ndd.capture

@@ -36,6 +36,7 @@ from ._dtype import (
     uint64,
 )
 from ._eval import EvalContext, EvalMode
+from ._reader import Reader, ReaderState
 from ._tensor import Tensor
 from ._threads import ThreadPool, get_num_threads, set_num_threads
 
