@@ -14,6 +14,7 @@ from ._plugins import Registry
 from ._schema import ANY, DTYPE, Arg, OpSchema, OutMeta
 from ._storage import BatchData
 from ._tensor import Tensor
+from .random._ops import RANDOM_OPS
 
 # -- cast -------------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ def subscript(x: Tensor | Batch, index: Any) -> Any:
     return _dispatch.call(SUBSCRIPT, (x, *extra), {"index": template})
 
 
-BUILTINS = ((CAST, _cast_cpu), (SUBSCRIPT, _subscript_cpu))
+BUILTINS = ((CAST, _cast_cpu), (SUBSCRIPT, _subscript_cpu), *RANDOM_OPS)
 
 
 def register(reg: Registry) -> None:

@@ -43,7 +43,7 @@ class PerSample:
 class KernelArgs(dict):
     """Arguments as a kernel sees them: constants, or :class:`PerSample` values."""
 
-    __slots__ = ("batch_size",)
+    __slots__ = ("batch_size", "batch_args")
 
     def is_per_sample(self, name: str) -> bool:
         return isinstance(self[name], PerSample)
@@ -227,6 +227,7 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
         state = None
 
     in_metas = [OutMeta(x._dtype, x._ndim, x._layout) if x is not None else None for x in ins]
+    args.batch_args = {k: b for k, (_, b) in batch_args.items()} if batch_args else {}
     out_metas = schema.infer(in_metas, args)
     ctx = EvalContext.current()
     n_out = bs if is_batch else 1

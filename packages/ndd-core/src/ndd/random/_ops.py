@@ -1,0 +1,224 @@
+"""Random operators: ``uniform``, ``normal``, ``coin_flip``, ``choice``, ``beta``.
+
+Draw pattern (capture mode relies on it): every call takes exactly **7 words** from
+its RNG (the ``rng=`` argument or this thread's default), whatever the batch size,
+and derives all values from the Philox sub-generator ``RNG.from_words(words)``.
+Inside it, samples are filled in order, element by element in C order:
+``uniform`` and ``coin_flip`` use one word per value, ``normal`` two (Box–Muller,
+see ``_philox.normal``), ``choice`` one, ``uniform(values=…)`` one (an index).
+``beta`` seeds NumPy's Generator with the 7 words (its rejection sampler needs a
+variable number of draws, which stays inside the call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import _dtype
+from .._dispatch import KernelArgs, KernelContext
+from .._schema import DTYPE, FLOAT, FLOATS, INTS, Arg, OpSchema, OutMeta
+from .._storage import BatchData
+from . import _philox
+from ._rng import RNG
+
+
+def _shape_of(args: KernelArgs, inputs: list, i: int, like: int | None) -> tuple[int, ...]:
+    if like is not None and like < len(inputs) and inputs[like] is not None:
+        return tuple(inputs[like].sample(i).shape)
+    shape = args.sample("shape", i)
+    if shape is None:
+        return ()
+    return tuple(int(d) for d in np.atleast_1d(shape))
+
+
+def _check_shape(op: str, shape: Sequence[int]) -> None:
+    if any(d < 0 for d in shape):
+        raise ValueError(f"Operator `{op}`: argument 'shape' must be non-negative, got {tuple(shape)}")
+
+
+def _ndim(inputs: Sequence[OutMeta], args: KernelArgs, like: int | None) -> int:
+    if like is not None and len(inputs) > like and inputs[like] is not None:
+        return inputs[like].ndim
+    b = args.batch_args.get("shape")
+    if b is not None:
+        shapes = b.shape
+        return shapes[0][0] if shapes and shapes[0] else 0
+    shape = args["shape"]
+    return 0 if shape is None else len(shape)
+
+
+def _out_dtype(args: KernelArgs, default: _dtype.DType) -> _dtype.DType:
+    return args["dtype"] or default
+
+
+def _infer(default: _dtype.DType, like: int | None):
+    def infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
+        return [OutMeta(_out_dtype(args, default), _ndim(inputs, args, like), None)]
+
+    return infer
+
+
+def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, words_per_value: int,
+          make) -> list[np.ndarray]:
+    """Split one draw of words into per-sample arrays and convert them with ``make``."""
+    n = ctx.batch_size
+    shapes = [_shape_of(args, inputs, i, like) for i in range(n)]
+    for s in shapes:
+        _check_shape(ctx.op, s)
+    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+    sub = RNG.from_words(ctx.random_state)
+    words = sub.draw_words(sum(sizes) * words_per_value)
+    out, start = [], 0
+    for i, (s, k) in enumerate(zip(shapes, sizes)):
+        w = words[start * words_per_value:(start + k) * words_per_value]
+        start += k
+        out.append(np.asarray(make(i, w)).reshape(s))
+    return out
+
+
+def _uniform(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
+    npd = _out_dtype(args, _dtype.float32).numpy_dtype
+    if args["values"] is not None or args.is_per_sample("values"):
+        def pick(i, w):
+            vals = np.asarray(args.sample("values", i), np.float32).reshape(-1)
+            if vals.size == 0:
+                raise ValueError(f"Operator `{ctx.op}`: argument 'values' is empty for sample {i}")
+            return vals[_philox.bounded_int(w, vals.size)].astype(npd)
+
+        return _fill(ctx, inputs, args, 0, 1, pick)
+
+    def uni(i, w):
+        lo, hi = (float(v) for v in np.asarray(args.sample("range", i), np.float32).reshape(-1))
+        return _philox.uniform(w, np.float32(lo), np.float32(hi)).astype(npd)
+
+    return _fill(ctx, inputs, args, 0, 1, uni)
+
+
+def _validate_common(op: str, args: dict) -> None:
+    shape = args.get("shape")
+    if shape is not None:
+        _check_shape(op, shape)
+    p = args.get("probability")
+    if p is not None and not 0.0 <= p <= 1.0:
+        raise ValueError(f"Operator `{op}`: argument 'probability' must be in [0, 1], got {p}")
+
+
+def _validator(op: str):
+    return lambda args: _validate_common(op, args)
+
+
+def _validate_range(args: dict) -> None:
+    _validate_common("random.uniform", args)
+    r = args.get("range")
+    if r is not None and (len(r) != 2 or r[0] > r[1]):
+        raise ValueError(f"Operator `random.uniform`: argument 'range' must be [lo, hi] with lo <= hi, got {list(r)}")
+
+
+def _normal(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
+    npd = _out_dtype(args, _dtype.float32).numpy_dtype
+
+    def nrm(i, w):
+        z = _philox.normal(w[0::2], w[1::2])
+        mean = np.float32(args.sample("mean", i))
+        std = np.float32(args.sample("stddev", i))
+        return (mean + std * z).astype(npd)
+
+    return _fill(ctx, inputs, args, 0, 2, nrm)
+
+
+def _coin_flip(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
+    npd = _out_dtype(args, _dtype.int32).numpy_dtype
+
+    def flip(i, w):
+        p = float(args.sample("probability", i))
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Operator `{ctx.op}`: argument 'probability' must be in [0, 1], got {p} (sample {i})")
+        return (_philox.to_unit_float32(w) < np.float32(p)).astype(npd)
+
+    return _fill(ctx, inputs, args, 0, 1, flip)
+
+
+def _choice(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
+    a = inputs[0]
+
+    def pick(i, w):
+        src = a.sample(i)
+        vals = np.arange(int(src), dtype=src.dtype) if src.ndim == 0 else src.reshape(-1)
+        if vals.size == 0:
+            raise ValueError(f"Operator `{ctx.op}`: input 'a' has no elements to choose from (sample {i})")
+        p = args.sample("p", i)
+        if p is None:
+            return vals[_philox.bounded_int(w, vals.size)]
+        p = np.asarray(p, np.float64).reshape(-1)
+        if p.size != vals.size or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-5):
+            raise ValueError(
+                f"Operator `{ctx.op}`: argument 'p' must be {vals.size} non-negative probabilities "
+                f"summing to 1 (sample {i})"
+            )
+        cdf = np.cumsum(p)
+        idx = np.searchsorted(cdf, _philox.to_unit_float32(w).astype(np.float64), side="right")
+        return vals[np.minimum(idx, vals.size - 1)]
+
+    return _fill(ctx, inputs, args, 1, 1, pick)
+
+
+def _choice_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
+    return [OutMeta(inputs[0].dtype, _ndim(inputs, args, 1), None)]
+
+
+def _beta(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
+    npd = _out_dtype(args, _dtype.float32).numpy_dtype
+    gen = np.random.Generator(np.random.Philox(key=[int(x) for x in ctx.random_state[:2]],
+                                               counter=[int(x) for x in ctx.random_state[2:6]]))
+    out = []
+    for i in range(ctx.batch_size):
+        shape = _shape_of(args, inputs, i, 0)
+        _check_shape(ctx.op, shape)
+        a, b = float(args.sample("alpha", i)), float(args.sample("beta", i))
+        if a <= 0 or b <= 0:
+            raise ValueError(f"Operator `{ctx.op}`: arguments 'alpha' and 'beta' must be positive (sample {i})")
+        out.append(np.asarray(gen.beta(a, b, size=shape), dtype=npd).reshape(shape))
+    return out
+
+
+_COMMON = {"shape": Arg(INTS, per_sample=True), "dtype": Arg(DTYPE)}
+
+UNIFORM = OpSchema(
+    "random.uniform", inputs=("shape_like",), min_inputs=0, random=True,
+    args={"range": Arg(FLOATS, default=(-1.0, 1.0), per_sample=True),
+          "values": Arg(FLOATS, per_sample=True), **_COMMON},
+    infer=_infer(_dtype.float32, 0), validate=_validate_range,
+    doc="Uniform values in [range[0], range[1]), or picks from ``values``. Draws 7 words per call.",
+)
+NORMAL = OpSchema(
+    "random.normal", validate=_validator("random.normal"), inputs=("shape_like",), min_inputs=0, random=True,
+    args={"mean": Arg(FLOAT, default=0.0, per_sample=True),
+          "stddev": Arg(FLOAT, default=1.0, per_sample=True), **_COMMON},
+    infer=_infer(_dtype.float32, 0),
+    doc="Normally distributed values. Draws 7 words per call.",
+)
+COIN_FLIP = OpSchema(
+    "random.coin_flip", validate=_validator("random.coin_flip"), inputs=("shape_like",), min_inputs=0, random=True,
+    args={"probability": Arg(FLOAT, default=0.5, per_sample=True), **_COMMON},
+    infer=_infer(_dtype.int32, 0),
+    doc="1 with ``probability``, else 0 (int32 by default). Draws 7 words per call.",
+)
+CHOICE = OpSchema(
+    "random.choice", validate=_validator("random.choice"), inputs=("a", "shape_like"), min_inputs=1, random=True,
+    args={"p": Arg(FLOATS, per_sample=True), "shape": Arg(INTS, per_sample=True)},
+    infer=_choice_infer,
+    doc="Values picked from ``a`` (a 1-D tensor, or an int n meaning range(n)), with "
+        "probabilities ``p``. Draws 7 words per call.",
+)
+BETA = OpSchema(
+    "random.beta", validate=_validator("random.beta"), inputs=("shape_like",), min_inputs=0, random=True,
+    args={"alpha": Arg(FLOAT, default=1.0, per_sample=True),
+          "beta": Arg(FLOAT, default=1.0, per_sample=True), **_COMMON},
+    infer=_infer(_dtype.float32, 0),
+    doc="Beta-distributed values. Draws 7 words per call.",
+)
+
+RANDOM_OPS = ((UNIFORM, _uniform), (NORMAL, _normal), (COIN_FLIP, _coin_flip), (CHOICE, _choice),
+              (BETA, _beta))
