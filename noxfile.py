@@ -94,3 +94,10 @@ def bench_core(session: nox.Session) -> None:
     """Per-call overhead of a trivial op in each EvalMode (prints a table)."""
     session.install(CORE)
     session.run("python", "benchmarks/bench_core.py", *session.posargs)
+
+
+@nox.session(python=MAIN_PY)
+def demo(session: nox.Session) -> None:
+    """The main job: the MNIST-like training loop, eager then captured, with throughput."""
+    session.install(TORCH, CORE, *PACKAGES.values())
+    session.run("python", "examples/mnist_demo.py", *session.posargs, success_codes=[0])
