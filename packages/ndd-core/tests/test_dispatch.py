@@ -127,11 +127,8 @@ def test_hook_observes_and_replaces():
 
 
 def test_random_tensor_in_batch_context_warns():
-    from ndd._tensor import Tensor
-
-    t = ndd.tensor(np.float32(2))
-    t._meta_extra = "random"  # what a random op without batch_size returns
-    assert isinstance(t, Tensor)
+    t = ndd.random.uniform(range=[1, 2])  # no batch_size: one value, a Tensor
+    assert isinstance(t, ndd.Tensor)
     with pytest.warns(UserWarning, match="pass batch_size= to the random operator"):
         ndd.testplugin.scale(ndd.as_batch(np.ones((2, 1), np.float32)), factor=t)
     with warnings.catch_warnings():
