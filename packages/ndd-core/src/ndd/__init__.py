@@ -5,8 +5,6 @@ operators and readers arrive from plugins through entry points and appear as
 ``ndd.<op>``, ``ndd.<module>.<op>`` and ``ndd.readers.<Reader>``.
 """
 
-from __future__ import annotations
-
 import sys as _sys
 from typing import Any as _Any
 
@@ -36,6 +34,7 @@ from ._dtype import (
     uint64,
 )
 from ._eval import EvalContext, EvalMode
+from ._external_source import ExternalSource
 from ._reader import Reader, ReaderState
 from ._tensor import Tensor
 from ._threads import ThreadPool, get_num_threads, set_num_threads
