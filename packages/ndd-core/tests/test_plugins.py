@@ -73,3 +73,9 @@ def test_reader_name_errors():
         ndd.readers.file  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         ndd.readers.Nope  # noqa: B018
+
+
+def test_internal_op_before_any_lookup_loads_plugins():
+    code = "import ndd; print(ndd.tensor([5, 6])[1].item(), (ndd.tensor([1]) + 1).item())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["6", "2"]

@@ -8,7 +8,7 @@ operators and readers arrive from plugins through entry points and appear as
 import sys as _sys
 from typing import Any as _Any
 
-from . import _ops, _plugins, plugins, types
+from . import _arith, _ops, _plugins, plugins, types
 from ._batch import Batch
 from ._construct import as_batch, as_tensor, batch, tensor
 from ._device import Device, device
@@ -46,7 +46,7 @@ for _name in ("decoders", "noise", "transforms", "reductions", "segmentation", "
     globals()[_name] = _ops.get_module(_name)
 del _name
 
-from . import random, readers  # noqa: E402  (after the core names they use)
+from . import math, random, readers  # noqa: E402  (after the core names they use)
 
 _sys.meta_path.append(_ops.ExtensionFinder())
 

@@ -153,6 +153,9 @@ BUILTINS = ((CAST, _cast_cpu), (SUBSCRIPT, _subscript_cpu), *RANDOM_OPS)
 
 def register(reg: Registry) -> None:
     """Entry point of core's own operators (group ``ndd.ops``)."""
-    for schema, kernel in BUILTINS:
+    from ._arith import ARITH_OPS
+    from ._shape_ops import SHAPE_OPS
+
+    for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS:
         reg.add_schema(schema)
         reg.add_kernel(schema.name, "cpu", kernel)

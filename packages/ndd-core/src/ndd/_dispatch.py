@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _convert
+from . import _convert, _plugins
 from ._batch import Batch
 from ._device import CPU, Device
 from ._eval import EvalContext, EvalMode, Invocation, caller_frame
@@ -120,6 +120,8 @@ def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]
         if dev is None:
             dev = CPU if any(x is not None for x in ins) else Device.current()
     kernels = schema.kernels
+    if not kernels:  # an internal op used before anything loaded the plugins
+        _plugins.ensure_loaded()
     kernel = kernels.get(dev.device_type)
     if kernel is None:
         if not kernels:
