@@ -7,3 +7,14 @@ from ndd.plugins import Registry
 
 def register(reg: Registry) -> None:
     """Publish this package's reader classes under ``ndd.readers``."""
+    from ._caffe2_reader import Caffe2
+    from ._coco import COCO
+    from ._file import File
+    from ._numpy_reader import Numpy
+    from ._tfrecord_reader import TFRecord
+
+    reg.add_reader("File", File)
+    reg.add_reader("Caffe2", Caffe2)
+    reg.add_reader("TFRecord", TFRecord)
+    reg.add_reader("COCO", COCO)
+    reg.add_reader("Numpy", Numpy)

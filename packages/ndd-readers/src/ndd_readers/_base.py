@@ -1,0 +1,235 @@
+"""``StreamReader``: the shared machinery of this package's readers.
+
+A concrete reader describes its data with a :class:`Dataset` (built by ``_open``); this
+class adds DALI's common arguments, the epoch/shard/shuffle rules of
+:class:`._stream.SampleStream`, read-ahead on a background thread and the reader state.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ndd import Batch, Reader, Tensor
+from ndd._device import CPU
+from ndd._dtype import DType, from_numpy
+from ndd._storage import BatchData
+
+from ._prefetch import Prefetcher
+from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED, Cursor, SampleStream, check_sharding
+
+_DTYPES: dict[np.dtype, DType] = {}
+
+
+def _dt(a: np.ndarray) -> DType:
+    d = _DTYPES.get(a.dtype)
+    if d is None:
+        d = _DTYPES[a.dtype] = from_numpy(a.dtype)
+    return d
+
+
+class Dataset:
+    """Random access to a reader's samples.
+
+    ``read(i)`` returns the outputs of sample ``i`` as a tuple of NumPy arrays (safe to
+    call from a background thread); ``names`` (a tuple, or None) makes the reader yield
+    dicts; ``layouts`` gives one layout (or None) per output.
+    """
+
+    names: tuple[str, ...] | None = None
+    layouts: tuple[str | None, ...] = ()
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def read(self, i: int) -> tuple[np.ndarray, ...]:
+        raise NotImplementedError
+
+    def describe(self, i: int) -> str:
+        """Names sample ``i`` (file, record) for error messages."""
+        return f"sample {i}"
+
+    def close(self) -> None:
+        """Release files and handles."""
+
+
+def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
+    """Read ``indices`` and wrap them as a tuple (or dict) of Batches or of Tensors."""
+    samples = [ds.read(i) for i in indices]
+    first = samples[0]
+    layouts = ds.layouts or (None,) * len(first)
+    if not batch_mode:
+        outs = tuple(Tensor._wrap(a, _dt(a), lay, CPU, a.ndim) for a, lay in zip(first, layouts))
+    else:
+        outs = []
+        for k, (a0, lay) in enumerate(zip(first, layouts)):
+            arrays = [s[k] for s in samples]
+            for j, a in enumerate(arrays):
+                if a.dtype != a0.dtype or a.ndim != a0.ndim:
+                    raise ValueError(
+                        f"{ds.describe(indices[j])}: output {k} has dtype {a.dtype} and {a.ndim} dims, "
+                        f"but {ds.describe(indices[0])} in the same batch has {a0.dtype} and {a0.ndim}"
+                    )
+            outs.append(Batch._wrap(BatchData(samples=arrays), _dt(a0), lay, CPU, a0.ndim, len(arrays)))
+        outs = tuple(outs)
+    if ds.names is not None:
+        return dict(zip(ds.names, outs))
+    return outs
+
+
+def _epoch_jobs(ds: Dataset, stream: SampleStream, cur: Cursor, batch_size: int | None) -> Iterator:
+    """Yield ``(outputs, cursor_after)`` for the rest of the epoch at ``cur``."""
+    for indices, after in stream.epoch_steps(cur, batch_size or 1):
+        yield build_outputs(ds, indices, batch_size is not None), after
+
+
+class StreamReader(Reader):
+    """A reader over a :class:`Dataset` with DALI's epoch semantics.
+
+    * ``next_epoch(batch_size=B)`` yields full batches: ``ceil(shard_size / B)`` of them.
+      Without ``pad_last_batch`` the last batch is topped up from the continuing stream
+      (the next epoch starts offset); with it the shard is padded with its last sample.
+    * The reader reads ahead on a background thread, ``prefetch_queue_depth`` steps
+      ahead of the loop.
+    * The state (``get_state``) is the position of the next sample the loop will receive,
+      not the read-ahead position. ``set_state`` also works after iteration has begun.
+    * Leaving an epoch early (``break``) and calling ``next_epoch`` again continues the
+      *same* epoch from the first sample the loop did not receive: samples read ahead but
+      not yielded are dropped and read again, so nothing is skipped or repeated.
+    * ``lazy_init`` defers opening the dataset (and its errors) to the first use;
+      ``read_ahead``, ``skip_cached_images``, ``dont_use_mmap`` and ``tensor_init_bytes``
+      are accepted for compatibility and have no effect.
+    """
+
+    def __init__(
+        self,
+        max_batch_size: int | None,
+        name: str | None,
+        device: str,
+        num_inputs: int | None,
+        *,
+        initial_fill: int,
+        lazy_init: bool,
+        pad_last_batch: bool,
+        prefetch_queue_depth: int,
+        random_shuffle: bool,
+        read_ahead: bool,
+        seed: int,
+        shard_id: int,
+        num_shards: int,
+        stick_to_shard: bool,
+        skip_cached_images: bool,
+        dont_use_mmap: bool,
+        tensor_init_bytes: int,
+        shuffle_after_epoch: bool = False,
+        shuffle_after_epoch_seed: int = DEFAULT_SHUFFLE_AFTER_EPOCH_SEED,
+        enable_checkpointing: bool,
+    ) -> None:
+        super().__init__(max_batch_size, name, device, num_inputs, enable_checkpointing=enable_checkpointing)
+        check_sharding(shard_id, num_shards)
+        if isinstance(prefetch_queue_depth, bool) or not isinstance(prefetch_queue_depth, int) \
+                or prefetch_queue_depth < 1:
+            raise ValueError(f"prefetch_queue_depth must be an integer >= 1, got {prefetch_queue_depth!r}")
+        if isinstance(initial_fill, bool) or not isinstance(initial_fill, int) or initial_fill < 1:
+            raise ValueError(f"initial_fill must be an integer >= 1, got {initial_fill!r}")
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self._stream_args = dict(
+            shard_id=shard_id, num_shards=num_shards, stick_to_shard=stick_to_shard,
+            pad_last_batch=pad_last_batch, random_shuffle=random_shuffle, initial_fill=initial_fill,
+            seed=seed, shuffle_after_epoch=shuffle_after_epoch,
+            shuffle_after_epoch_seed=shuffle_after_epoch_seed,
+        )
+        self._depth = prefetch_queue_depth
+        self._ds: Dataset | None = None
+        self._stream: SampleStream | None = None
+        self._cursor = Cursor()
+        if not lazy_init:
+            self._init()
+
+    # -- hooks for the concrete readers ------------------------------------------------
+    def _open(self) -> Dataset:
+        raise NotImplementedError
+
+    # -- machinery ---------------------------------------------------------------------
+    def _init(self) -> SampleStream:
+        if self._stream is None:
+            ds = self._open()
+            try:
+                self._stream = SampleStream(len(ds), **self._stream_args)
+            except BaseException:
+                ds.close()
+                raise
+            self._ds = ds
+        return self._stream
+
+    def get_metadata(self, batch_size: int | None = None) -> dict[str, Any]:
+        """``epoch_size``, ``epoch_size_padded``, ``number_of_shards``, ``shard_id``,
+        ``pad_last_batch``, ``stick_to_shard``. Works at any time and locks nothing."""
+        return self._init().metadata()
+
+    def _epoch(self, batch_size: int | None) -> Iterator:
+        stream = self._init()
+        fetch = Prefetcher(_epoch_jobs(self._ds, stream, self._cursor, batch_size), self._depth)
+        return self._deliver(fetch)
+
+    def _deliver(self, fetch: Prefetcher) -> Iterator:
+        try:
+            for outputs, after in fetch:
+                self._cursor = after  # the loop has received this step
+                yield outputs
+        finally:
+            fetch.close()
+
+    def _run(self, batch_size: int | None) -> Any:
+        stream = self._init()
+        indices, after = stream.take(stream.normalize(self._cursor, batch_size or 1), batch_size or 1,
+                                     batch_size or 1)
+        out = build_outputs(self._ds, indices, batch_size is not None)
+        self._cursor = after
+        return out
+
+    def _state(self) -> dict:
+        return self._init().state(self._cursor)
+
+    def _restore(self, state: dict) -> None:
+        self._cursor = self._init().restore(state)
+
+
+# -- helpers shared by the readers ------------------------------------------------------
+
+
+def path_list(value: Any, arg: str) -> list[str]:
+    """A str/PathLike or a sequence of them as a list of str (ValueError if empty)."""
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]
+    if not isinstance(value, Sequence) or not value:
+        raise ValueError(f"`{arg}` must be a path or a non-empty list of paths, got {value!r}")
+    return [os.fspath(p) for p in value]
+
+
+def matches(name: str, patterns: Sequence[str], case_sensitive: bool) -> bool:
+    """Whether ``name`` matches any glob pattern."""
+    if case_sensitive:
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    low = name.lower()
+    return any(fnmatch.fnmatchcase(low, p.lower()) for p in patterns)
+
+
+def read_bytes(path: str, what: str) -> np.ndarray:
+    """The bytes of a file as a writable uint8 1-D array (ValueError naming the file)."""
+    try:
+        return np.fromfile(path, dtype=np.uint8)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read {what}: {e.strerror or e}") from None
+
+
+def check_files(paths: Sequence[str], arg: str) -> None:
+    """ValueError naming the first path that is not a readable file."""
+    for i, p in enumerate(paths):
+        if not os.path.isfile(p) or not os.access(p, os.R_OK):
+            raise ValueError(f"{p}: file #{i} of `{arg}` does not exist or is not readable")

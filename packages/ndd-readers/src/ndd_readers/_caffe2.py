@@ -1,0 +1,531 @@
+"""Caffe2 LMDB format: record parsing, an LMDB record source, and writers.
+
+Each LMDB value is a serialized ``TensorProtos { repeated TensorProto protos = 1; }``
+(``caffe2.proto``).  The layout of the protos inside a record, and the meaning of
+``image_available``, ``label_type``, ``num_labels``, ``additional_inputs`` and
+``bbox``, follow DALI's Caffe2 reader (reference section 5):
+
+* ``protos[0]`` is the image when ``image_available``: ``STRING`` gives the encoded
+  file from ``string_data[0]`` as uint8 1-D; ``BYTE`` gives raw pixels from
+  ``byte_data`` shaped ``(H, W, C)`` from ``dims`` (C defaults to 1).
+* The next proto is the label unless ``label_type == 4``.  Its ``data_type`` must be
+  ``INT32`` (values from ``int32_data``, outputs int32) or ``FLOAT`` (values from
+  ``float_data``, outputs float32); the output dtype follows the label proto for
+  label types 0, 1 and 2, and is always float32 for type 3 (weighted sparse).
+* For label types 1 and 3 one proto after the label is skipped before the
+  additional inputs (for type 3 it holds the weights; for type 1 DALI skips it too).
+* ``additional_inputs`` protos follow (FLOAT, INT32 or INT64 vectors).
+* With ``bbox=True`` exactly one more proto must follow: INT32 with 4 values.
+  With ``bbox=False`` any trailing protos are ignored.
+
+Where DALI would read out of bounds or leave an output uninitialised, this module
+raises ``ValueError`` naming the record instead.
+
+Only numpy, lmdb and the standard library are used; the protobuf wire format is
+decoded by the hand-written :mod:`._protowire`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import lmdb
+import numpy as np
+
+from . import _protowire as pw
+
+FLOAT = 1
+INT32 = 2
+BYTE = 3
+STRING = 4
+INT64 = 10
+
+DATA_TYPES: dict[str, int] = {
+    "UNDEFINED": 0,
+    "FLOAT": 1,
+    "INT32": 2,
+    "BYTE": 3,
+    "STRING": 4,
+    "BOOL": 5,
+    "UINT8": 6,
+    "INT8": 7,
+    "UINT16": 8,
+    "INT16": 9,
+    "INT64": 10,
+    "FLOAT16": 12,
+    "DOUBLE": 13,
+}
+_TYPE_NAMES = {v: k for k, v in DATA_TYPES.items()}
+
+SINGLE_LABEL = 0
+MULTI_LABEL_SPARSE = 1
+MULTI_LABEL_DENSE = 2
+MULTI_LABEL_WEIGHTED_SPARSE = 3
+NO_LABEL = 4
+
+PathArg = str | os.PathLike
+
+
+def _type_name(data_type: int) -> str:
+    return _TYPE_NAMES.get(data_type, str(data_type))
+
+
+_NO_F32 = np.empty(0, np.float32)
+_NO_I32 = np.empty(0, np.int32)
+_NO_I64 = np.empty(0, np.int64)
+for _a in (_NO_F32, _NO_I32, _NO_I64):
+    _a.flags.writeable = False
+
+
+class TensorProto:
+    """The fields of a decoded ``caffe2.TensorProto`` that the parser uses.
+
+    Absent numeric fields share read-only empty arrays, and ``byte_data`` and
+    ``string_data`` are views into the record, so copy before handing out.
+    """
+
+    __slots__ = (
+        "byte_data",
+        "data_type",
+        "dims",
+        "float_data",
+        "int32_data",
+        "int64_data",
+        "string_data",
+    )
+
+    def __init__(self) -> None:
+        self.dims: list[int] = []
+        self.data_type: int = FLOAT
+        self.float_data: np.ndarray = _NO_F32
+        self.int32_data: np.ndarray = _NO_I32
+        self.int64_data: np.ndarray = _NO_I64
+        self.byte_data: memoryview | bytes = b""
+        self.string_data: list[memoryview] = []
+
+
+def decode_tensor_proto(buf: bytes, start: int = 0, end: int | None = None) -> TensorProto:
+    """Decode the ``TensorProto`` in ``buf[start:end]``.
+
+    Raises ``_protowire.DecodeError`` for malformed wire data.
+    """
+    fields: dict[int, list[pw.Field]] = {}
+    for f in pw.scan(buf, start, end):
+        if f[0] in fields:
+            fields[f[0]].append(f)
+        else:
+            fields[f[0]] = [f]
+    t = TensorProto()
+    if 1 in fields:
+        t.dims = pw.repeated_varints(buf, fields[1], np.int64).tolist()
+    if 2 in fields:
+        _, wt, v, _ = fields[2][-1]
+        pw.expect_varint(2, wt)
+        t.data_type = v - (1 << 64) if v >= 1 << 63 else v
+    if 3 in fields:
+        t.float_data = pw.repeated_fixed(buf, fields[3], "<f4")
+    if 4 in fields:
+        t.int32_data = pw.repeated_varints(buf, fields[4], np.int32)
+    if 5 in fields:
+        _, wt, a, b = fields[5][-1]
+        pw.expect_len(5, wt)
+        t.byte_data = memoryview(buf)[a:b]
+    if 6 in fields:
+        view = memoryview(buf)
+        for _, wt, a, b in fields[6]:
+            pw.expect_len(6, wt)
+            t.string_data.append(view[a:b])
+    if 10 in fields:
+        t.int64_data = pw.repeated_varints(buf, fields[10], np.int64)
+    return t
+
+
+def decode_tensor_protos(buf: pw.Buffer) -> list[TensorProto]:
+    """Decode a serialized ``TensorProtos`` into its list of protos."""
+    data = bytes(buf)
+    protos = []
+    for num, wt, a, b in pw.scan(data):
+        if num == 1:
+            pw.expect_len(1, wt)
+            try:
+                protos.append(decode_tensor_proto(data, a, b))
+            except pw.DecodeError as e:
+                raise pw.DecodeError(f"protos[{len(protos)}]: {e}") from None
+    return protos
+
+
+def _values(p: TensorProto) -> np.ndarray:
+    """The label values of ``p``: int32_data for INT32, float_data for FLOAT."""
+    return p.int32_data if p.data_type == INT32 else p.float_data
+
+
+def _indices(values: np.ndarray, num_labels: int, what: str) -> np.ndarray:
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise ValueError(f"{what} contains a non-finite label index")
+    idx = values.astype(np.int64)
+    bad = (idx < 0) | (idx >= num_labels)
+    if bad.any():
+        raise ValueError(f"{what} has label index {int(idx[bad][0])} outside [0, num_labels={num_labels})")
+    return idx
+
+
+def parse_caffe2_record(
+    value: pw.Buffer,
+    *,
+    image_available: bool = True,
+    label_type: int = 0,
+    num_labels: int = 1,
+    additional_inputs: int = 0,
+    bbox: bool = False,
+    source: str = "record",
+) -> tuple[np.ndarray, ...]:
+    """Parse one LMDB value into the reader outputs.
+
+    Returns, in order: image (if ``image_available``), label (unless
+    ``label_type == 4``), ``additional_inputs`` arrays, then bbox (if ``bbox``).
+    ``source`` names the record in error messages.  Malformed records raise
+    ``ValueError``.
+    """
+    if label_type not in (0, 1, 2, 3, 4):
+        raise ValueError(f"label_type must be 0..4, got {label_type}")
+    if label_type in (MULTI_LABEL_SPARSE, MULTI_LABEL_WEIGHTED_SPARSE) and num_labels < 1:
+        raise ValueError(f"num_labels must be >= 1 for label_type {label_type}, got {num_labels}")
+    if additional_inputs < 0:
+        raise ValueError(f"additional_inputs must be >= 0, got {additional_inputs}")
+    try:
+        protos = decode_tensor_protos(value)
+    except pw.DecodeError as e:
+        raise ValueError(f"{source}: malformed Caffe2 TensorProtos: {e}") from None
+
+    def proto(i: int, role: str) -> TensorProto:
+        if i >= len(protos):
+            raise ValueError(
+                f"{source}: record has {len(protos)} protos, but the {role} is expected at protos[{i}]"
+            )
+        return protos[i]
+
+    outputs: list[np.ndarray] = []
+    pos = 0
+    if image_available:
+        outputs.append(_parse_image(proto(0, "image"), source))
+        pos = 1
+
+    if label_type != NO_LABEL:
+        lab = proto(pos, "label")
+        what = f"{source}: label protos[{pos}]"
+        if lab.data_type not in (INT32, FLOAT):
+            raise ValueError(f"{what} has data_type {_type_name(lab.data_type)}; expected INT32 or FLOAT")
+        vals = _values(lab)
+        if label_type == SINGLE_LABEL:
+            if vals.size != 1:
+                raise ValueError(f"{what} holds {vals.size} values; label_type 0 needs exactly 1")
+            outputs.append(vals.copy())
+        elif label_type == MULTI_LABEL_SPARSE:
+            dense = np.zeros(num_labels, dtype=vals.dtype)
+            dense[_indices(vals, num_labels, what)] = 1
+            outputs.append(dense)
+        elif label_type == MULTI_LABEL_DENSE:
+            outputs.append(vals.copy())
+        else:
+            w = proto(pos + 1, "label weights")
+            wwhat = f"{source}: label weights protos[{pos + 1}]"
+            if w.data_type != FLOAT:
+                raise ValueError(f"{wwhat} has data_type {_type_name(w.data_type)}; expected FLOAT")
+            if w.float_data.size != vals.size:
+                raise ValueError(f"{wwhat} holds {w.float_data.size} weights for {vals.size} label indices")
+            dense = np.zeros(num_labels, dtype=np.float32)
+            dense[_indices(vals, num_labels, what)] = w.float_data
+            outputs.append(dense)
+        pos += 1
+        if label_type in (MULTI_LABEL_SPARSE, MULTI_LABEL_WEIGHTED_SPARSE):
+            pos += 1
+
+    for k in range(additional_inputs):
+        p = proto(pos, f"additional input {k}")
+        if p.data_type == FLOAT:
+            outputs.append(p.float_data.copy())
+        elif p.data_type == INT32:
+            outputs.append(p.int32_data.copy())
+        elif p.data_type == INT64:
+            outputs.append(p.int64_data.copy())
+        else:
+            raise ValueError(
+                f"{source}: additional input {k} (protos[{pos}]) has data_type "
+                f"{_type_name(p.data_type)}; expected FLOAT, INT32 or INT64"
+            )
+        pos += 1
+
+    if bbox:
+        if len(protos) != pos + 1:
+            raise ValueError(
+                f"{source}: bbox=True needs exactly one proto after protos[{pos - 1}], "
+                f"but the record has {len(protos)} protos"
+            )
+        b = protos[pos]
+        if b.data_type != INT32 or b.int32_data.size != 4:
+            raise ValueError(
+                f"{source}: bbox protos[{pos}] must be INT32 with 4 values, got "
+                f"{_type_name(b.data_type)} with {b.int32_data.size} int32 values"
+            )
+        outputs.append(b.int32_data.copy())
+    return tuple(outputs)
+
+
+def _parse_image(p: TensorProto, source: str) -> np.ndarray:
+    if p.data_type == STRING:
+        if not p.string_data:
+            raise ValueError(f"{source}: STRING image protos[0] has no string_data")
+        return np.frombuffer(p.string_data[0], dtype=np.uint8).copy()
+    if p.data_type == BYTE:
+        if len(p.dims) not in (2, 3):
+            raise ValueError(f"{source}: BYTE image protos[0] needs dims (H, W) or (H, W, C), got {p.dims}")
+        h, w = p.dims[0], p.dims[1]
+        c = p.dims[2] if len(p.dims) == 3 else 1
+        if min(h, w, c) < 0 or h * w * c != len(p.byte_data):
+            raise ValueError(
+                f"{source}: BYTE image protos[0] has dims {p.dims} but {len(p.byte_data)} bytes of byte_data"
+            )
+        return np.frombuffer(p.byte_data, dtype=np.uint8).reshape(h, w, c).copy()
+    raise ValueError(
+        f"{source}: image protos[0] has data_type {_type_name(p.data_type)}; "
+        "expected STRING (encoded) or BYTE (raw HWC)"
+    )
+
+
+class Caffe2Source:
+    """Random access to the values of one or several LMDB environments.
+
+    Records are listed in key order, environment 0 first.  ``read`` opens one
+    read-only transaction per call, so it is safe to call from many threads.
+    """
+
+    def __init__(self, paths: PathArg | Sequence[PathArg]) -> None:
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        self.paths: list[str] = [os.fspath(p) for p in paths]
+        if not self.paths:
+            raise ValueError("Caffe2Source needs at least one LMDB path")
+        self._envs: list[lmdb.Environment] = []
+        self._keys: list[list[bytes]] = []
+        self._starts: list[int] = []
+        total = 0
+        try:
+            for path in self.paths:
+                env = _open_env(path)
+                self._envs.append(env)
+                with env.begin() as txn:
+                    keys = list(txn.cursor().iternext(keys=True, values=False))
+                if not keys:
+                    raise ValueError(f"{path}: the LMDB database is empty")
+                self._keys.append(keys)
+                self._starts.append(total)
+                total += len(keys)
+        except BaseException:
+            self.close()
+            raise
+        self._len = total
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        if not 0 <= i < self._len:
+            raise IndexError(f"record index {i} out of range [0, {self._len})")
+        e = bisect.bisect_right(self._starts, i) - 1
+        return e, i - self._starts[e]
+
+    def key(self, i: int) -> bytes:
+        """The LMDB key of global record ``i``."""
+        e, j = self._locate(i)
+        return self._keys[e][j]
+
+    def describe(self, i: int) -> str:
+        """A short description of record ``i`` for error messages."""
+        e, j = self._locate(i)
+        return f"{self.paths[e]}: record {i} (key {self._keys[e][j]!r})"
+
+    def read(self, i: int) -> bytes:
+        """Return the value of global record ``i``."""
+        if not self._envs:
+            raise RuntimeError("Caffe2Source is closed")
+        e, j = self._locate(i)
+        key = self._keys[e][j]
+        with self._envs[e].begin() as txn:
+            value = txn.get(key)
+        if value is None:
+            raise RuntimeError(f"{self.describe(i)} is no longer in the database")
+        return value
+
+    def close(self) -> None:
+        """Close all environments; further reads raise ``RuntimeError``."""
+        for path in self.paths[: len(self._envs)]:
+            _release_env(path)
+        self._envs = []
+
+    def __del__(self) -> None:
+        if getattr(self, "_envs", None):
+            self.close()
+
+    def __enter__(self) -> Caffe2Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# LMDB allows one open environment per path and process, so sources over the same
+# database (two readers, or a throwaway reader for metadata) share it, counted.
+_ENVS: dict[str, list] = {}
+_ENVS_LOCK = threading.Lock()
+
+
+def _open_env(path: str) -> lmdb.Environment:
+    key = os.path.realpath(path)
+    with _ENVS_LOCK:
+        entry = _ENVS.get(key)
+        if entry is None:
+            entry = _ENVS[key] = [_open_new_env(path), 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def _release_env(path: str) -> None:
+    key = os.path.realpath(path)
+    with _ENVS_LOCK:
+        entry = _ENVS.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _ENVS[key]
+                entry[0].close()
+
+
+def _open_new_env(path: str) -> lmdb.Environment:
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: LMDB path does not exist")
+    if not os.path.isdir(path) or not os.path.isfile(os.path.join(path, "data.mdb")):
+        raise ValueError(f"{path}: not an LMDB environment (expected a directory with data.mdb)")
+    try:
+        return lmdb.open(path, readonly=True, lock=False, readahead=False, create=False, max_dbs=0)
+    except lmdb.Error as e:
+        raise ValueError(f"{path}: not a readable LMDB environment: {e}") from None
+
+
+# ---------------------------------------------------------------- writers
+
+
+def _data_type(value: int | str) -> int:
+    if isinstance(value, str):
+        try:
+            return DATA_TYPES[value.upper()]
+        except KeyError:
+            raise ValueError(f"unknown Caffe2 data_type {value!r}") from None
+    return int(value)
+
+
+def _as_bytes(v: Any) -> bytes:
+    return v.encode() if isinstance(v, str) else bytes(v)
+
+
+_PROTO_KEYS = {
+    "dims",
+    "data_type",
+    "float_data",
+    "int32_data",
+    "byte_data",
+    "string_data",
+    "name",
+    "int64_data",
+}
+
+
+def encode_tensor_proto(proto: dict[str, Any]) -> bytes:
+    """Serialize one ``TensorProto`` from a dict.
+
+    Keys: ``dims``, ``data_type`` (int or name such as ``"STRING"``),
+    ``float_data``, ``int32_data``, ``byte_data``, ``string_data``, ``name``,
+    ``int64_data``.  ``dims`` is written unpacked, numeric data packed.
+    """
+    unknown = set(proto) - _PROTO_KEYS
+    if unknown:
+        raise ValueError(f"unknown TensorProto keys: {sorted(unknown)}")
+    out = [pw.field_varint(1, d) for d in proto.get("dims", ())]
+    if "data_type" in proto:
+        out.append(pw.field_varint(2, _data_type(proto["data_type"])))
+    if "float_data" in proto:
+        out.append(pw.field_packed_floats(3, proto["float_data"]))
+    if "int32_data" in proto:
+        out.append(pw.field_packed_varints(4, (int(v) for v in proto["int32_data"])))
+    if "byte_data" in proto:
+        out.append(pw.field_bytes(5, _as_bytes(proto["byte_data"])))
+    for s in proto.get("string_data", ()):
+        out.append(pw.field_bytes(6, _as_bytes(s)))
+    if "name" in proto:
+        out.append(pw.field_bytes(7, _as_bytes(proto["name"])))
+    if "int64_data" in proto:
+        out.append(pw.field_packed_varints(10, (int(v) for v in proto["int64_data"])))
+    return b"".join(out)
+
+
+def encode_tensor_protos(protos: list[dict[str, Any]]) -> bytes:
+    """Serialize a ``TensorProtos`` message from a list of proto dicts."""
+    return b"".join(pw.field_bytes(1, encode_tensor_proto(p)) for p in protos)
+
+
+def write_lmdb(path: PathArg, values: Iterable[bytes], map_size: int = 1 << 30) -> int:
+    """Write ``values`` to a new LMDB at ``path`` under keys ``b"00000000"``, ...
+
+    The map grows automatically when it fills up.  Returns the record count.
+    """
+    path = os.fspath(path)
+    if os.path.exists(os.path.join(path, "data.mdb")):
+        raise ValueError(f"{path}: an LMDB environment already exists there")
+    env = lmdb.open(path, map_size=map_size, subdir=True, create=True)
+    count = 0
+    try:
+        chunk: list[bytes] = []
+        for v in values:
+            chunk.append(bytes(v))
+            if len(chunk) == 256:
+                _put_chunk(env, count, chunk)
+                count += len(chunk)
+                chunk = []
+        if chunk:
+            _put_chunk(env, count, chunk)
+            count += len(chunk)
+    finally:
+        env.close()
+    return count
+
+
+def _put_chunk(env: lmdb.Environment, first: int, chunk: list[bytes]) -> None:
+    while True:
+        try:
+            with env.begin(write=True) as txn:
+                for k, v in enumerate(chunk, first):
+                    txn.put(b"%08d" % k, v)
+            return
+        except lmdb.MapFullError:
+            env.set_mapsize(env.info()["map_size"] * 2)
+
+
+def write_caffe2_lmdb(path: PathArg, records: Iterable[tuple[bytes, int]], map_size: int = 1 << 30) -> int:
+    """Write ``(encoded_image, label)`` records in the Caffe2 format.
+
+    The image is a STRING proto with ``dims=[len]`` and the label an INT32 proto.
+    Returns the record count.
+    """
+    values = (
+        encode_tensor_protos(
+            [
+                {"data_type": STRING, "dims": [len(img)], "string_data": [img]},
+                {"data_type": INT32, "int32_data": [int(label)]},
+            ]
+        )
+        for img, label in records
+    )
+    return write_lmdb(path, values, map_size)

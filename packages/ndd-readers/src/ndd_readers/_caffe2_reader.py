@@ -1,0 +1,105 @@
+"""``ndd.readers.Caffe2``: Caffe2 LMDB databases."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._base import Dataset, StreamReader, path_list
+from ._caffe2 import Caffe2Source, parse_caffe2_record
+
+
+class Caffe2Dataset(Dataset):
+    """The records of one or several Caffe2 LMDBs, in key order."""
+
+    def __init__(self, paths: list[str], **parse_args: object) -> None:
+        self.source = Caffe2Source(paths)
+        self.args = parse_args
+        try:
+            first = self.read(0)  # fails early for a database that is not Caffe2
+        except BaseException:
+            self.source.close()
+            raise
+        self.layouts = tuple("HWC" if k == 0 and parse_args["image_available"] and a.ndim == 3 else None
+                             for k, a in enumerate(first))
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def read(self, i: int) -> tuple[np.ndarray, ...]:
+        value = self.source.read(i)
+        try:
+            return parse_caffe2_record(value, **self.args)
+        except ValueError:  # parse again to name the record (kept off the fast path)
+            return parse_caffe2_record(value, source=self.source.describe(i), **self.args)
+
+    def describe(self, i: int) -> str:
+        return self.source.describe(i)
+
+    def close(self) -> None:
+        self.source.close()
+
+
+class Caffe2(StreamReader):
+    """Reads Caffe2 LMDBs of serialized ``TensorProtos``.
+
+    Yields, in order: the image (when ``image_available``; encoded bytes as uint8 1-D, or
+    raw pixels uint8 HWC), the label (unless ``label_type=4``; int32 or float32 as stored,
+    shape (1,) for ``label_type=0``, a ``num_labels`` vector for 1 and 3, the stored
+    vector for 2), ``additional_inputs`` extra arrays, then the bbox (int32 [4]) when
+    ``bbox``. Records are read in key order, database by database. See
+    :class:`StreamReader` for the epoch, read-ahead and state rules.
+    """
+
+    def __init__(
+        self,
+        max_batch_size: int | None = None,
+        name: str | None = None,
+        device: str = "cpu",
+        num_inputs: int | None = None,
+        *,
+        path: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+        image_available: bool = True,
+        label_type: int = 0,
+        num_labels: int = 1,
+        additional_inputs: int = 0,
+        bbox: bool = False,
+        initial_fill: int = 1024,
+        lazy_init: bool = False,
+        pad_last_batch: bool = False,
+        prefetch_queue_depth: int = 1,
+        random_shuffle: bool = False,
+        read_ahead: bool = False,
+        seed: int = -1,
+        shard_id: int = 0,
+        num_shards: int = 1,
+        stick_to_shard: bool = False,
+        skip_cached_images: bool = False,
+        dont_use_mmap: bool = False,
+        tensor_init_bytes: int = 1048576,
+        enable_checkpointing: bool = False,
+    ) -> None:
+        if path is None:
+            raise ValueError("Caffe2 reader needs `path` (an LMDB directory or a list of them)")
+        self._paths = path_list(path, "path")
+        if label_type not in (0, 1, 2, 3, 4):
+            raise ValueError(f"label_type must be 0, 1, 2, 3 or 4, got {label_type!r}")
+        if label_type in (1, 3) and num_labels < 1:
+            raise ValueError(f"num_labels must be >= 1 for label_type {label_type}, got {num_labels!r}")
+        if additional_inputs < 0:
+            raise ValueError(f"additional_inputs must be >= 0, got {additional_inputs!r}")
+        self._parse = dict(image_available=bool(image_available), label_type=label_type,
+                           num_labels=num_labels, additional_inputs=additional_inputs, bbox=bool(bbox))
+        super().__init__(
+            max_batch_size, name, device, num_inputs, initial_fill=initial_fill, lazy_init=lazy_init,
+            pad_last_batch=pad_last_batch, prefetch_queue_depth=prefetch_queue_depth,
+            random_shuffle=random_shuffle, read_ahead=read_ahead, seed=seed, shard_id=shard_id,
+            num_shards=num_shards, stick_to_shard=stick_to_shard, skip_cached_images=skip_cached_images,
+            dont_use_mmap=dont_use_mmap, tensor_init_bytes=tensor_init_bytes,
+            enable_checkpointing=enable_checkpointing,
+        )
+
+    def _open(self) -> Dataset:
+        return Caffe2Dataset(self._paths, **self._parse)

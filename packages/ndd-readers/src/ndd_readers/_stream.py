@@ -1,0 +1,266 @@
+"""The sample stream: which dataset index each reader step produces (DALI's epoch rules).
+
+Definitions (N samples, S shards, reader shard ``s0``, batch size ``B``; sample mode is
+``B = 1``):
+
+* ``P = epoch_size_padded`` is ``S * ceil(N / S)`` with ``pad_last_batch`` and ``N``
+  without it.  Epoch ``e`` belongs to shard ``k(e) = s0`` with ``stick_to_shard``,
+  otherwise ``(s0 + e) % S``.  Its size is ``floor((k+1)P/S) - floor(kP/S)`` and it
+  yields ``ceil(size / B) * B`` samples: every batch is full.
+* The data of shard ``k`` are the positions ``[floor(kN/S), floor((k+1)N/S))``.
+* Without ``pad_last_batch`` the reader reads one continuous stream and the epochs cut
+  it into consecutive pieces, so the top-up of a last batch comes from the stream and
+  the next epoch starts offset.  With ``stick_to_shard`` the stream cycles over the
+  shard's data; without it, it runs from the start of shard ``s0`` to the end of the
+  dataset and then cycles over the whole dataset (the next epoch's samples are the next
+  shard's, as in DALI).
+* With ``pad_last_batch`` every epoch reads the data of its shard once, then repeats the
+  last sample it produced until the epoch's size is reached; every epoch starts cleanly.
+* Sources are cut into *segments* that shuffling never mixes: each pass over the data
+  of the continuous stream (the first, partial one included), or each epoch with
+  ``pad_last_batch``.
+* ``shuffle_after_epoch``: pass ``g`` (the segment index) reads the dataset in the
+  order of a permutation drawn from PCG64 seeded by ``(shuffle_after_epoch_seed, g)``;
+  every shard sees the same permutation, so the shards still partition the data.
+* ``random_shuffle``: a shuffle buffer of ``initial_fill`` indices per segment. The
+  buffer is filled with the first ``initial_fill`` source indices; each step takes the
+  element at a uniform random slot and refills that slot with the next source index
+  (once the source is exhausted, the last element moves into the slot). The draws come
+  from PCG64 seeded by ``(seed, g)``; ``seed=-1`` picks a random seed once, which the
+  state keeps. With ``initial_fill >= segment length`` a segment is a uniform
+  permutation.
+
+Because every index is a pure function of the position, the state of a stream is just a
+:class:`Cursor` (epoch, position in the epoch, offset in the continuous stream) plus the
+resolved seed; no buffer contents need saving.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DEFAULT_SHUFFLE_AFTER_EPOCH_SEED = 524287  # DALI's data-loader seed
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The next sample: ``pos`` samples of ``epoch`` are done; ``offset`` counts the
+    samples taken from the continuous stream (used without ``pad_last_batch``)."""
+
+    epoch: int = 0
+    pos: int = 0
+    offset: int = 0
+
+
+def check_sharding(shard_id: int, num_shards: int) -> None:
+    """ValueError for ``num_shards < 1`` or ``shard_id`` outside ``[0, num_shards)``."""
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(f"num_shards must be an integer >= 1, got {num_shards!r}")
+    if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
+        raise ValueError(f"shard_id must be in [0, num_shards={num_shards}), got {shard_id!r}")
+
+
+def _rng(seed: int, segment: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed & (2**63 - 1), segment])))
+
+
+def buffer_shuffle(source: np.ndarray, fill: int, rng: np.random.Generator) -> np.ndarray:
+    """Shuffle ``source`` through a buffer of ``fill`` slots (see the module docstring)."""
+    n = len(source)
+    fill = max(1, min(fill, n))
+    bounds = np.minimum(fill, n - np.arange(n))
+    picks = rng.integers(0, bounds).tolist()
+    src = source.tolist()
+    buf = src[:fill]
+    nxt = fill
+    out = []
+    for j in picks:
+        out.append(buf[j])
+        if nxt < n:
+            buf[j] = src[nxt]
+            nxt += 1
+        else:
+            buf[j] = buf[-1]
+            buf.pop()
+    return np.asarray(out, dtype=np.int64)
+
+
+class SampleStream:
+    """Maps a :class:`Cursor` to dataset indices for one reader configuration."""
+
+    def __init__(
+        self,
+        size: int,
+        *,
+        shard_id: int = 0,
+        num_shards: int = 1,
+        stick_to_shard: bool = False,
+        pad_last_batch: bool = False,
+        random_shuffle: bool = False,
+        initial_fill: int = 1024,
+        seed: int = -1,
+        shuffle_after_epoch: bool = False,
+        shuffle_after_epoch_seed: int = DEFAULT_SHUFFLE_AFTER_EPOCH_SEED,
+    ) -> None:
+        check_sharding(shard_id, num_shards)
+        if size < 1:
+            raise ValueError("The dataset is empty")
+        if num_shards > size:
+            raise ValueError(
+                f"num_shards={num_shards} is larger than the dataset ({size} samples); every "
+                "shard needs at least one sample"
+            )
+        if initial_fill < 1:
+            raise ValueError(f"initial_fill must be >= 1, got {initial_fill}")
+        if shuffle_after_epoch and random_shuffle:
+            raise ValueError("shuffle_after_epoch and random_shuffle cannot be both true")
+        if shuffle_after_epoch and stick_to_shard:
+            raise ValueError("shuffle_after_epoch and stick_to_shard cannot be both true")
+        self.size = size
+        self.shard_id = shard_id
+        self.num_shards = num_shards
+        self.stick_to_shard = bool(stick_to_shard)
+        self.pad_last_batch = bool(pad_last_batch)
+        self.random_shuffle = bool(random_shuffle)
+        self.initial_fill = initial_fill
+        self.seed = secrets.randbits(63) if seed == -1 else int(seed)
+        self.shuffle_after_epoch = bool(shuffle_after_epoch)
+        self.shuffle_after_epoch_seed = int(shuffle_after_epoch_seed)
+        s = num_shards
+        self.padded_size = s * -(-size // s) if pad_last_batch else size
+        self._cache: dict[int, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    # -- geometry ----------------------------------------------------------------
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "epoch_size": self.size,
+            "epoch_size_padded": self.padded_size,
+            "number_of_shards": self.num_shards,
+            "shard_id": self.shard_id,
+            "pad_last_batch": self.pad_last_batch,
+            "stick_to_shard": self.stick_to_shard,
+        }
+
+    def shard_of(self, epoch: int) -> int:
+        return self.shard_id if self.stick_to_shard else (self.shard_id + epoch) % self.num_shards
+
+    def _range(self, k: int, total: int) -> tuple[int, int]:
+        s = self.num_shards
+        return k * total // s, (k + 1) * total // s
+
+    def shard_size(self, epoch: int) -> int:
+        a, b = self._range(self.shard_of(epoch), self.padded_size)
+        return b - a
+
+    def epoch_length(self, epoch: int, batch_size: int) -> int:
+        """Samples epoch ``epoch`` yields: its shard size rounded up to full batches."""
+        return -(-self.shard_size(epoch) // batch_size) * batch_size
+
+    # -- indices -----------------------------------------------------------------
+    def _segment(self, g: int, start: int, stop: int) -> np.ndarray:
+        """The (shuffled) order of segment ``g`` whose source is ``[start, stop)`` of
+        pass ``g``'s dataset order."""
+        with self._lock:
+            order = self._cache.get(g)
+            if order is None:
+                if self.shuffle_after_epoch:
+                    source = _rng(self.shuffle_after_epoch_seed, g).permutation(self.size)[start:stop]
+                else:
+                    source = np.arange(start, stop, dtype=np.int64)
+                if self.random_shuffle:
+                    source = buffer_shuffle(source, self.initial_fill, _rng(self.seed, g))
+                order = source
+                if len(self._cache) >= 4:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[g] = order
+            return order
+
+    def _plain(self) -> bool:
+        return not (self.random_shuffle or self.shuffle_after_epoch)
+
+    def _at_offset(self, offset: int) -> int:
+        """Continuous-stream (no padding) index at ``offset``."""
+        a, b = self._range(self.shard_id, self.size)
+        if self.stick_to_shard:
+            g, r = divmod(offset, b - a)
+            lo, hi = a, b
+        elif offset < self.size - a:
+            g, r, lo, hi = 0, offset, a, self.size
+        else:
+            g, r = divmod(offset - (self.size - a), self.size)
+            g, lo, hi = g + 1, 0, self.size
+        if self._plain():
+            return lo + r
+        return int(self._segment(g, lo, hi)[r])
+
+    def _at_epoch(self, epoch: int, pos: int) -> int:
+        """Padded-mode index at position ``pos`` of ``epoch``."""
+        a, b = self._range(self.shard_of(epoch), self.size)
+        r = min(pos, b - a - 1)
+        if self._plain():
+            return a + r
+        return int(self._segment(epoch, a, b)[r])
+
+    def take(self, cur: Cursor, count: int, batch_size: int) -> tuple[list[int], Cursor]:
+        """The next ``count`` indices after ``cur`` (all within ``cur.epoch``) and the
+        cursor after them; a finished epoch rolls over to the next one."""
+        if self.pad_last_batch:
+            idx = [self._at_epoch(cur.epoch, cur.pos + j) for j in range(count)]
+        else:
+            idx = [self._at_offset(cur.offset + j) for j in range(count)]
+        nxt = Cursor(cur.epoch, cur.pos + count, cur.offset + count)
+        return idx, self.normalize(nxt, batch_size)
+
+    def normalize(self, cur: Cursor, batch_size: int) -> Cursor:
+        """Roll a cursor at (or past) the end of its epoch over to the next epoch."""
+        if cur.pos >= self.epoch_length(cur.epoch, batch_size):
+            return Cursor(cur.epoch + 1, 0, cur.offset)
+        return cur
+
+    def epoch_steps(self, cur: Cursor, batch_size: int):
+        """Yield ``(indices, cursor_after)`` for each step of the epoch at ``cur``."""
+        cur = self.normalize(cur, batch_size)
+        epoch = cur.epoch
+        while cur.epoch == epoch:
+            idx, cur = self.take(cur, batch_size, batch_size)
+            yield idx, cur
+
+    # -- state -------------------------------------------------------------------
+    _CHECKED = ("size", "num_shards", "shard_id", "pad_last_batch", "stick_to_shard",
+                "random_shuffle", "shuffle_after_epoch")
+
+    def state(self, cur: Cursor) -> dict[str, Any]:
+        config = {k: getattr(self, k) for k in self._CHECKED}
+        return {"epoch": cur.epoch, "pos": cur.pos, "offset": cur.offset, "seed": self.seed,
+                "shuffle_after_epoch_seed": self.shuffle_after_epoch_seed,
+                "initial_fill": self.initial_fill, "config": config}
+
+    def restore(self, state: dict[str, Any]) -> Cursor:
+        """Adopt ``state``'s seeds and return its cursor (ValueError if it was saved by a
+        reader with a different dataset size, sharding, padding or shuffling)."""
+        try:
+            config = state["config"]
+            for k in self._CHECKED:
+                if config[k] != getattr(self, k):
+                    raise ValueError(
+                        f"The state was saved by a reader with {k}={config[k]!r}, but this reader "
+                        f"has {k}={getattr(self, k)!r}"
+                    )
+            cur = Cursor(int(state["epoch"]), int(state["pos"]), int(state["offset"]))
+            seed, fill = int(state["seed"]), int(state["initial_fill"])
+            sae_seed = int(state["shuffle_after_epoch_seed"])
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"Corrupted reader state: missing or bad field {e}") from None
+        if min(cur.epoch, cur.pos, cur.offset) < 0 or fill < 1:
+            raise ValueError("Corrupted reader state: negative position")
+        with self._lock:
+            if (seed, fill, sae_seed) != (self.seed, self.initial_fill, self.shuffle_after_epoch_seed):
+                self._cache.clear()
+            self.seed, self.initial_fill, self.shuffle_after_epoch_seed = seed, fill, sae_seed
+        return cur

@@ -1,0 +1,559 @@
+"""The reader classes: outputs, epochs, modes, read-ahead, state, errors."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ndd
+from ndd_readers import _caffe2 as c2
+from ndd_readers import _tfrecord as tfr
+
+LABELS = [0] * 5 + [1] * 5
+
+
+def payload(i: int) -> bytes:
+    """The bytes of sample ``i``: distinct lengths and contents."""
+    return bytes([i]) * (i + 3)
+
+
+@pytest.fixture
+def file_tree(tmp_path):
+    """10 files in two class directories: c0 holds samples 0-4, c1 samples 5-9."""
+    root = tmp_path / "tree"
+    for i, lab in enumerate(LABELS):
+        d = root / f"c{lab}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"img{i:02d}.jpg").write_bytes(payload(i))
+    return root
+
+
+@pytest.fixture
+def caffe2_db(tmp_path):
+    path = tmp_path / "db"
+    c2.write_caffe2_lmdb(path, [(payload(i), lab) for i, lab in enumerate(LABELS)])
+    return path
+
+
+@pytest.fixture
+def tfrecord_file(tmp_path):
+    path, index = tmp_path / "data.tfrecord", tmp_path / "data.idx"
+    examples = [tfr.encode_example({"image": payload(i), "label": [lab], "box": np.arange(4, dtype=np.float32) + i})
+                for i, lab in enumerate(LABELS)]
+    tfr.write_tfrecord(path, examples)
+    assert tfr.main([str(path), str(index)]) == 0
+    return path, index
+
+
+def as_list(x) -> list:
+    """A Batch or Tensor as nested Python lists."""
+    if hasattr(x, "tensors"):
+        return [np.asarray(t).tolist() for t in x]
+    return np.asarray(x).tolist()
+
+
+def first_bytes(batch) -> list[int]:
+    """Which sample each encoded payload of a batch is (its first byte)."""
+    return [int(np.asarray(t)[0]) for t in batch]
+
+
+def wait_threads(baseline: int, timeout: float = 5.0) -> int:
+    end = time.monotonic() + timeout
+    while threading.active_count() > baseline and time.monotonic() < end:
+        time.sleep(0.02)
+    return threading.active_count()
+
+
+# -- registration -------------------------------------------------------------------------
+def test_readers_are_published():
+    assert {"File", "Caffe2", "TFRecord", "COCO", "Numpy"} <= set(dir(ndd.readers))
+    assert issubclass(ndd.readers.Caffe2, ndd.Reader)
+
+
+def test_lowercase_name_error():
+    with pytest.raises(AttributeError, match="PascalCase: use ndd.readers.File"):
+        ndd.readers.file  # noqa: B018
+
+
+# -- File -----------------------------------------------------------------------------------
+def test_file_root_outputs_and_observed_epochs(file_tree):
+    r = ndd.readers.File(file_root=file_tree)
+    epochs = [[(first_bytes(x), as_list(lab)) for x, lab in r.next_epoch(batch_size=4)] for _ in range(2)]
+    assert [[sum(lab, []) for _, lab in e] for e in epochs] == [
+        [[0, 0, 0, 0], [0, 1, 1, 1], [1, 1, 0, 0]],
+        [[0, 0, 0, 1], [1, 1, 1, 1], [0, 0, 0, 0]],
+    ]
+    assert [s for e in epochs for s, _ in e][:3] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]]
+    x, lab = next(iter(r.next_epoch(batch_size=4)))
+    assert x.dtype == ndd.uint8 and x.layout is None and x.ndim == 1 and x.device.device_type == "cpu"
+    assert lab.dtype == ndd.int32 and lab.shape == [(1,)] * 4
+    arr = np.asarray(x.tensors[0])
+    assert arr.flags.writeable and arr.tobytes() == payload(np.asarray(x.tensors[0])[0])
+
+
+def test_file_padded_epochs(file_tree):
+    r = ndd.readers.File(file_root=file_tree, pad_last_batch=True)
+    for _ in range(2):
+        assert [sum(as_list(lab), []) for _, lab in r.next_epoch(batch_size=4)] == \
+            [[0, 0, 0, 0], [0, 1, 1, 1], [1, 1, 1, 1]]
+
+
+def test_file_sample_mode_and_shards(file_tree):
+    r = ndd.readers.File(file_root=file_tree, num_shards=3, shard_id=1, stick_to_shard=True)
+    got = [[int(np.asarray(x)[0]) for x, _ in r.next_epoch()] for _ in range(2)]
+    assert got == [[3, 4, 5], [3, 4, 5]]
+    x, lab = next(iter(r.next_epoch()))
+    assert isinstance(x, ndd.Tensor) and lab.shape == (1,) and lab.dtype == ndd.int32
+
+
+def test_file_filters_and_dirs(tmp_path):
+    for d, names in {"b": ["x.JPG", "y.txt", "z.png"], "a": ["w.jpeg"], "skip": ["q.jpg"]}.items():
+        (tmp_path / d).mkdir()
+        for n in names:
+            (tmp_path / d / n).write_bytes(n.encode())
+    (tmp_path / "top.jpg").write_bytes(b"top")
+
+    def read(**kw):
+        r = ndd.readers.File(file_root=tmp_path, **kw)
+        return [(bytes(np.asarray(x)).decode(), int(np.asarray(lab)[0])) for x, lab in r.next_epoch()]
+
+    assert read() == [("w.jpeg", 0), ("x.JPG", 1), ("z.png", 1), ("q.jpg", 2)]
+    assert read(case_sensitive_filter=True) == [("w.jpeg", 0), ("z.png", 1), ("q.jpg", 2)]
+    assert read(file_filters=["*.txt"]) == [("y.txt", 1)]
+    assert read(dir_filters=["[ab]"]) == [("w.jpeg", 0), ("x.JPG", 1), ("z.png", 1)]
+
+
+def test_file_list_and_files(tmp_path):
+    (tmp_path / "sub dir").mkdir()
+    (tmp_path / "sub dir" / "a b.jpg").write_bytes(b"ab")
+    (tmp_path / "c.jpg").write_bytes(b"c")
+    lst = tmp_path / "list.txt"
+    lst.write_text("sub dir/a b.jpg 7\n\nc.jpg   3\n")
+    r = ndd.readers.File(file_list=lst)
+    assert [(bytes(np.asarray(x)), int(np.asarray(lab)[0])) for x, lab in r.next_epoch()] == \
+        [(b"ab", 7), (b"c", 3)]
+    r = ndd.readers.File(files=[tmp_path / "c.jpg", tmp_path / "sub dir" / "a b.jpg"])
+    assert [int(np.asarray(lab)[0]) for _, lab in r.next_epoch()] == [0, 1]
+    r = ndd.readers.File(file_root=tmp_path, files=["c.jpg"], labels=[42])
+    assert [int(np.asarray(lab)[0]) for _, lab in r.next_epoch()] == [42]
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(), "needs `file_root`, `file_list` or `files`"),
+    (dict(file_root="/nonexistent/x"), "file_root '/nonexistent/x' is not a directory"),
+    (dict(files=["/nonexistent/a.jpg"]), "/nonexistent/a.jpg: file #0 of `files`"),
+    (dict(files=["a"], labels=[1, 2]), "`labels` has 2 entries"),
+    (dict(file_list="/nonexistent/list.txt"), "file_list '/nonexistent/list.txt' cannot be read"),
+    (dict(num_shards=0, files=["a"]), "num_shards"),
+    (dict(num_shards=2, shard_id=2, files=["a"]), "shard_id"),
+    (dict(prefetch_queue_depth=0, files=["a"]), "prefetch_queue_depth"),
+])
+def test_file_errors(kw, match):
+    with pytest.raises(ValueError, match=match):
+        ndd.readers.File(**kw)
+
+
+def test_file_more_shards_than_samples_and_bad_list(file_tree, tmp_path):
+    with pytest.raises(ValueError, match="num_shards=11 is larger than the dataset"):
+        ndd.readers.File(file_root=file_tree, num_shards=11)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a.jpg 1\nb.jpg\n")
+    with pytest.raises(ValueError, match=r"bad.txt:2: expected '<name> <label>'"):
+        ndd.readers.File(file_list=bad)
+    empty = tmp_path / "empty"
+    (empty / "c").mkdir(parents=True)
+    with pytest.raises(ValueError, match="holds no files"):
+        ndd.readers.File(file_root=empty)
+
+
+def test_file_deleted_after_construction_names_file(file_tree):
+    r = ndd.readers.File(file_root=file_tree)
+    (file_tree / "c0" / "img02.jpg").unlink()
+    it = r.next_epoch(batch_size=2)
+    next(it)
+    with pytest.raises(ValueError, match="img02.jpg: cannot read sample 2"):
+        next(it)
+
+
+def test_lazy_init_defers_errors(tmp_path):
+    r = ndd.readers.File(file_root=tmp_path / "missing", lazy_init=True)
+    with pytest.raises(ValueError, match="is not a directory"):
+        r.get_metadata()
+
+
+# -- Reader protocol -------------------------------------------------------------------------
+def test_get_metadata_any_time_does_not_lock(file_tree):
+    r = ndd.readers.File(file_root=file_tree, num_shards=2, shard_id=1, pad_last_batch=True)
+    md = r.get_metadata()
+    assert md == {"epoch_size": 10, "epoch_size_padded": 10, "number_of_shards": 2, "shard_id": 1,
+                  "pad_last_batch": True, "stick_to_shard": False}
+    assert len(list(r.next_epoch(batch_size=4))) == 2
+    assert r.get_metadata() == md
+
+
+def test_mixing_modes_and_batch_size(file_tree):
+    r = ndd.readers.File(file_root=file_tree)
+    list(r.next_epoch(batch_size=4))
+    with pytest.raises(ValueError, match="`batch_size` 3 is different than the `max_batch_size` 4"):
+        r.next_epoch(batch_size=3)
+    with pytest.raises(RuntimeError, match="Cannot mix `samples`, `batches`"):
+        r.next_epoch()
+    with pytest.raises(RuntimeError, match="Cannot mix"):
+        r(batch_size=4)
+    r2 = ndd.readers.File(file_root=file_tree)
+    list(r2.next_epoch())
+    with pytest.raises(RuntimeError, match="Cannot mix"):
+        r2.next_epoch(batch_size=2)
+
+
+def test_direct_calls_continue_the_stream(file_tree):
+    r = ndd.readers.File(file_root=file_tree, max_batch_size=4)
+    got = [first_bytes(r()[0]) for _ in range(4)]
+    assert got == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1], [2, 3, 4, 5]]
+
+
+def test_break_continues_the_same_epoch(file_tree):
+    r = ndd.readers.File(file_root=file_tree, prefetch_queue_depth=2)
+    seen = []
+    for x, _ in r.next_epoch(batch_size=2):
+        seen.append(first_bytes(x))
+        if len(seen) == 2:
+            break
+    time.sleep(0.05)  # let the worker read ahead
+    rest = [first_bytes(x) for x, _ in r.next_epoch(batch_size=2)]
+    assert seen + rest == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    assert [first_bytes(x) for x, _ in r.next_epoch(batch_size=2)][0] == [0, 1]
+
+
+def test_no_thread_leaks(file_tree):
+    gc.collect()
+    baseline = wait_threads(threading.active_count())
+    r = ndd.readers.File(file_root=file_tree, prefetch_queue_depth=3)
+    for _ in r.next_epoch(batch_size=1):
+        break
+    assert wait_threads(baseline) == baseline  # the abandoned worker exits on its own
+    list(r.next_epoch(batch_size=1))
+    it = iter(r.next_epoch(batch_size=1))
+    next(it)
+    del r, it
+    gc.collect()
+    assert wait_threads(baseline) == baseline
+
+
+def test_slow_consumer_keeps_reading(file_tree):
+    r = ndd.readers.File(file_root=file_tree)
+    r_fetch_idle = 0.5
+    got = []
+    for i, (x, _) in enumerate(r.next_epoch(batch_size=5)):
+        got.append(first_bytes(x))
+        if i == 0:
+            time.sleep(r_fetch_idle + 0.2)  # the worker times out and is restarted
+    assert got == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+
+
+# -- state -------------------------------------------------------------------------------
+STATE_CONFIGS = [
+    dict(),
+    dict(pad_last_batch=True),
+    dict(num_shards=3, shard_id=2),
+    dict(num_shards=2, shard_id=1, stick_to_shard=True, pad_last_batch=True),
+    dict(random_shuffle=True, initial_fill=3),
+    dict(random_shuffle=True, num_shards=3, shard_id=1, pad_last_batch=True),
+    dict(shuffle_after_epoch=True, num_shards=2),
+]
+
+
+@pytest.mark.parametrize("cfg", STATE_CONFIGS)
+def test_state_resumes_exactly(file_tree, cfg):
+    def stream(reader, epochs):
+        out = []
+        for _ in range(epochs):
+            for x, _ in reader.next_epoch(batch_size=3):
+                out.append(first_bytes(x))
+                yield out[-1], reader.get_state()
+
+    full = list(stream(ndd.readers.File(file_root=file_tree, enable_checkpointing=True, **cfg), 8))
+    assert len(full) >= 9
+    for m in (0, 1, 2, 4, 7):
+        state = str(full[m][1])
+        assert state.startswith("ndd-reader-v1:")
+        fresh = ndd.readers.File(file_root=file_tree, seed=1234, **cfg)
+        fresh.set_state(state)
+        got = [s for s, _ in stream(fresh, 8)][:len(full) - m - 1]
+        assert got == [s for s, _ in full[m + 1:]]
+        # also on a reader that already iterated (beyond DALI)
+        used = ndd.readers.File(file_root=file_tree, enable_checkpointing=True, seed=77, **cfg)
+        next(iter(used.next_epoch(batch_size=3)))
+        used.set_state(full[m][1])
+        got = [s for s, _ in stream(used, 8)][:len(full) - m - 1]
+        assert got == [s for s, _ in full[m + 1:]]
+
+
+def test_state_errors(file_tree, caffe2_db):
+    r = ndd.readers.File(file_root=file_tree)
+    next(iter(r.next_epoch(batch_size=2)))
+    with pytest.raises(RuntimeError, match="checkpointing disabled"):
+        r.get_state()
+    r = ndd.readers.File(file_root=file_tree, enable_checkpointing=True)
+    with pytest.raises(RuntimeError, match="before its first iteration"):
+        r.get_state()
+    next(iter(r.next_epoch(batch_size=2)))
+    state = r.get_state()
+    with pytest.raises(ValueError, match="belongs to a File reader"):
+        ndd.readers.Caffe2(path=caffe2_db).set_state(state)
+    with pytest.raises(ValueError, match="num_shards=1"):
+        ndd.readers.File(file_root=file_tree, num_shards=2).set_state(state)
+    with pytest.raises(TypeError):
+        r.set_state(12)
+
+
+def test_state_of_sample_mode(file_tree):
+    r = ndd.readers.File(file_root=file_tree, enable_checkpointing=True, num_shards=2, pad_last_batch=True)
+    it = iter(r.next_epoch())
+    [next(it) for _ in range(3)]
+    s = r.get_state()
+    r2 = ndd.readers.File(file_root=file_tree, num_shards=2, pad_last_batch=True)
+    r2.set_state(s)
+    assert [int(np.asarray(x)[0]) for x, _ in r2.next_epoch()] == [3, 4]
+    assert [int(np.asarray(x)[0]) for x, _ in r2.next_epoch()] == [5, 6, 7, 8, 9]
+
+
+# -- Caffe2 -------------------------------------------------------------------------------
+def test_caffe2_outputs_and_epochs(caffe2_db):
+    r = ndd.readers.Caffe2(path=caffe2_db)
+    batches = list(r.next_epoch(batch_size=4))
+    assert [sum(as_list(lab), []) for _, lab in batches] == [[0, 0, 0, 0], [0, 1, 1, 1], [1, 1, 0, 0]]
+    img, lab = batches[0]
+    assert img.dtype == ndd.uint8 and img.ndim == 1 and img.layout is None
+    assert lab.dtype == ndd.int32 and lab.shape == [(1,)] * 4
+    assert [bytes(np.asarray(t)) for t in img] == [payload(i) for i in range(4)]
+    assert np.asarray(img.tensors[0]).flags.writeable
+
+
+def test_caffe2_several_paths_and_options(tmp_path):
+    def rec(i):
+        return c2.encode_tensor_protos([
+            {"data_type": "BYTE", "dims": [2, 3], "byte_data": bytes(range(i, i + 6))},
+            {"data_type": "INT32", "int32_data": [i % 3]},
+            {"data_type": "FLOAT", "float_data": [i, i + 0.5]},
+            {"data_type": "INT32", "int32_data": [1, 2, 3, i]},
+        ])
+    c2.write_lmdb(tmp_path / "a", [rec(i) for i in range(3)])
+    c2.write_lmdb(tmp_path / "b", [rec(i) for i in range(3, 5)])
+    r = ndd.readers.Caffe2(path=[tmp_path / "a", tmp_path / "b"], additional_inputs=1, bbox=True)
+    assert r.get_metadata()["epoch_size"] == 5
+    img, lab, extra, box = next(iter(r.next_epoch(batch_size=5)))
+    assert img.layout == "HWC" and img.shape == [(2, 3, 1)] * 5
+    assert as_list(lab) == [[0], [1], [2], [0], [1]]
+    assert extra.dtype == ndd.float32 and as_list(extra)[4] == [4.0, 4.5]
+    assert box.dtype == ndd.int32 and as_list(box)[3] == [1, 2, 3, 3]
+    c2.write_lmdb(tmp_path / "c", [c2.encode_tensor_protos([{"data_type": "INT32", "int32_data": [i, 3]},
+                                                            {"data_type": "FLOAT", "float_data": [1]}])
+                                   for i in range(3)])
+    r = ndd.readers.Caffe2(path=tmp_path / "c", image_available=False, label_type=1, num_labels=4)
+    (lab,) = next(iter(r.next_epoch(batch_size=3)))
+    assert as_list(lab) == [[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1]]
+    r = ndd.readers.Caffe2(path=tmp_path / "a", label_type=4)
+    assert len(next(iter(r.next_epoch()))) == 1
+
+
+def test_caffe2_errors(tmp_path, caffe2_db):
+    with pytest.raises(ValueError, match="needs `path`"):
+        ndd.readers.Caffe2()
+    with pytest.raises(ValueError, match="LMDB path does not exist"):
+        ndd.readers.Caffe2(path=tmp_path / "nope")
+    with pytest.raises(ValueError, match="label_type"):
+        ndd.readers.Caffe2(path=caffe2_db, label_type=5)
+    c2.write_lmdb(tmp_path / "junk", [b"\xff\xff\xff"])
+    with pytest.raises(ValueError, match=r"junk: record 0 \(key b'00000000'\): malformed"):
+        ndd.readers.Caffe2(path=tmp_path / "junk")
+    good = c2.encode_tensor_protos([{"data_type": "STRING", "string_data": [b"x"]},
+                                    {"data_type": "INT32", "int32_data": [1]}])
+    c2.write_lmdb(tmp_path / "bad", [good, good, good, good[:-3], good])
+    r = ndd.readers.Caffe2(path=tmp_path / "bad")
+    it = r.next_epoch(batch_size=2)
+    assert len(next(it)) == 2
+    with pytest.raises(ValueError, match=r"bad: record 3 \(key b'00000003'\)"):
+        next(it)
+
+
+# -- TFRecord ------------------------------------------------------------------------------
+def test_tfrecord_dict_outputs(tfrecord_file):
+    path, index = tfrecord_file
+    tfrec = ndd.tfrecord
+    feats = {"image": tfrec.FixedLenFeature([], tfrec.string, ""),
+             "label": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+             "box": tfrec.VarLenFeature(tfrec.float32, 0.0),
+             "missing": tfrec.FixedLenFeature([2], tfrec.int64, 5)}
+    r = ndd.readers.TFRecord(path=path, index_path=index, features=feats, pad_last_batch=True)
+    batches = list(r.next_epoch(batch_size=4))
+    assert [sum(as_list(b["label"]), []) for b in batches] == [[0, 0, 0, 0], [0, 1, 1, 1], [1, 1, 1, 1]]
+    b = batches[0]
+    assert list(b) == ["image", "label", "box", "missing"]
+    assert b["image"].dtype == ndd.uint8 and [bytes(np.asarray(t)) for t in b["image"]][1] == payload(1)
+    assert b["label"].dtype == ndd.int64 and b["label"].shape == [(1,)] * 4
+    assert as_list(b["box"])[2] == [2.0, 3.0, 4.0, 5.0] and as_list(b["missing"])[0] == [5, 5]
+    s = next(iter(ndd.readers.TFRecord(path=path, index_path=index, features=feats).next_epoch()))
+    assert isinstance(s, dict) and isinstance(s["label"], ndd.Tensor)
+
+
+def test_tfrecord_errors(tfrecord_file, tmp_path):
+    path, index = tfrecord_file
+    feats = {"label": ndd.tfrecord.FixedLenFeature([1], ndd.tfrecord.int64)}
+    with pytest.raises(ValueError, match="needs `index_path`"):
+        ndd.readers.TFRecord(path=path, features=feats)
+    with pytest.raises(ValueError, match="needs `features`"):
+        ndd.readers.TFRecord(path=path, index_path=index)
+    with pytest.raises(ValueError, match="index file per TFRecord file"):
+        ndd.readers.TFRecord(path=[path, path], index_path=index, features=feats)
+    short = tmp_path / "short.idx"
+    short.write_text("0 30\n")
+    with pytest.raises(ValueError, match=r"data.tfrecord: record 0 .*index gives length 30"):
+        ndd.readers.TFRecord(path=path, index_path=short, features=feats)
+    with pytest.raises(ValueError, match=r"data.tfrecord: record 0 .*'nope' is missing"):
+        ndd.readers.TFRecord(path=path, index_path=index,
+                             features={"nope": ndd.tfrecord.FixedLenFeature([1], ndd.tfrecord.int64)})
+
+
+def test_tfrecord2idx_console_script(tfrecord_file, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path, index = tfrecord_file
+    script = Path(sys.executable).with_name("ndd-tfrecord2idx")
+    if not script.exists():
+        pytest.skip("console script not installed in this environment")
+    out = tmp_path / "again.idx"
+    subprocess.run([str(script), str(path), str(out)], check=True)
+    assert out.read_text() == index.read_text()
+
+
+# -- Numpy ----------------------------------------------------------------------------------
+def test_numpy_keeps_dtype_and_shape(tmp_path):
+    arrays = [np.arange(6, dtype=np.int16).reshape(2, 3), np.ones((2, 2), np.float64),
+              np.asfortranarray(np.arange(6, dtype=np.int16).reshape(3, 2))]
+    (tmp_path / "sub").mkdir()
+    for i, a in enumerate(arrays):
+        np.save(tmp_path / ("sub" if i == 2 else ".") / f"a{i}.npy", a)
+    (tmp_path / "note.txt").write_text("x")
+    r = ndd.readers.Numpy(file_root=tmp_path)
+    out = list(r.next_epoch())
+    assert all(len(o) == 1 for o in out)
+    assert [np.asarray(o[0]).tolist() for o in out] == [a.tolist() for a in arrays]
+    assert [o[0].dtype for o in out] == [ndd.int16, ndd.float64, ndd.int16]
+    r = ndd.readers.Numpy(files=["a0.npy", "sub/a2.npy"], file_root=tmp_path)
+    (b,) = next(iter(r.next_epoch(batch_size=2)))
+    assert b.shape == [(2, 3), (3, 2)]
+    (tmp_path / "bad.npy").write_bytes(b"not numpy")
+    r = ndd.readers.Numpy(files=[tmp_path / "bad.npy"])
+    with pytest.raises(ValueError, match="bad.npy .sample 0.: not a readable .npy file"):
+        next(iter(r.next_epoch()))
+
+
+def test_numpy_file_list_and_errors(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros(3, np.uint8))
+    (tmp_path / "l.txt").write_text("x.npy\nx.npy\n")
+    assert len(list(ndd.readers.Numpy(file_list=tmp_path / "l.txt").next_epoch())) == 2
+    with pytest.raises(ValueError, match="needs `file_root`"):
+        ndd.readers.Numpy()
+    with pytest.raises(ValueError, match="no files matching"):
+        ndd.readers.Numpy(file_root=tmp_path, file_filter="*.npz")
+
+
+# -- COCO -------------------------------------------------------------------------------------
+@pytest.fixture
+def coco(tmp_path):
+    import json
+
+    root = tmp_path / "images"
+    root.mkdir()
+    for i in (1, 2, 3):
+        (root / f"{i}.jpg").write_bytes(payload(i))
+    data = {
+        "images": [{"id": 3, "file_name": "3.jpg", "width": 100, "height": 50},
+                   {"id": 1, "file_name": "1.jpg", "width": 10, "height": 20},
+                   {"id": 2, "file_name": "2.jpg", "width": 10, "height": 10}],
+        "categories": [{"id": 90}, {"id": 7}],
+        "annotations": [
+            {"image_id": 1, "bbox": [1, 2, 3, 4], "category_id": 90, "iscrowd": 0,
+             "segmentation": [[0, 0, 2, 0, 2, 2], [1, 1, 3, 1, 3, 3, 1, 3]]},
+            {"image_id": 1, "bbox": [0, 0, 5, 5], "category_id": 7, "iscrowd": 1, "segmentation": [[0, 0, 1, 1, 1, 0]]},
+            {"image_id": 3, "bbox": [10, 10, 20, 5], "category_id": 7, "iscrowd": 0, "segmentation": []},
+            {"image_id": 3, "bbox": [0, 0, 0.05, 5], "category_id": 7, "iscrowd": 0},
+        ],
+    }
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps(data))
+    return root, ann
+
+
+def test_coco_outputs(coco):
+    root, ann = coco
+    r = ndd.readers.COCO(file_root=root, annotations_file=ann, image_ids=True)
+    samples = list(r.next_epoch())
+    assert [int(np.asarray(s[3])[0]) for s in samples] == [1, 2, 3]  # image-id order
+    img, boxes, labels, ids = samples[0]
+    assert bytes(np.asarray(img)) == payload(1) and img.dtype == ndd.uint8
+    assert boxes.dtype == ndd.float32 and np.asarray(boxes).tolist() == [[1, 2, 3, 4], [0, 0, 5, 5]]
+    assert labels.dtype == ndd.int32 and np.asarray(labels).tolist() == [2, 1]
+    assert np.asarray(samples[1][1]).shape == (0, 4) and np.asarray(samples[1][2]).shape == (0,)
+    assert np.asarray(samples[2][1]).tolist() == [[10, 10, 20, 5]]  # the 0.05-wide box is dropped
+    r = ndd.readers.COCO(file_root=root, annotations_file=ann, ltrb=True, ratio=True, skip_empty=True,
+                         include_iscrowd=False, avoid_class_remapping=True)
+    samples = list(r.next_epoch())
+    assert len(samples) == 2 and len(samples[0]) == 3
+    np.testing.assert_allclose(np.asarray(samples[0][1]), [[0.1, 0.1, 0.4, 0.3]])
+    assert np.asarray(samples[0][2]).tolist() == [90]
+    np.testing.assert_allclose(np.asarray(samples[1][1]), [[0.1, 0.2, 0.3, 0.3]])
+    imgs, boxes, labels = next(iter(ndd.readers.COCO(file_root=root, annotations_file=ann).next_epoch(batch_size=3)))
+    assert boxes.shape == [(2, 4), (0, 4), (1, 4)] and labels.shape == [(2,), (0,), (1,)]
+
+
+def test_coco_polygons(coco):
+    root, ann = coco
+    r = ndd.readers.COCO(file_root=root, annotations_file=ann, polygon_masks=True, ratio=True)
+    _, _, _, polys, verts = next(iter(r.next_epoch()))
+    assert np.asarray(polys).tolist() == [[0, 0, 3], [0, 3, 7], [1, 7, 10]]
+    assert np.asarray(verts).shape == (10, 2)
+    np.testing.assert_allclose(np.asarray(verts)[1], [0.2, 0.0])
+
+
+def test_coco_images_argument(coco):
+    root, ann = coco
+    r = ndd.readers.COCO(file_root=root, annotations_file=ann, images=["3.jpg", "1.jpg", "3.jpg"], image_ids=True)
+    assert [int(np.asarray(s[3])[0]) for s in r.next_epoch()] == [3, 1, 3]
+
+
+def test_coco_errors(coco, tmp_path):
+    root, ann = coco
+    with pytest.raises(ValueError, match="needs `file_root`"):
+        ndd.readers.COCO(annotations_file=ann)
+    with pytest.raises(ValueError, match="needs `annotations_file`"):
+        ndd.readers.COCO(file_root=root)
+    (root / "2.jpg").unlink()
+    with pytest.raises(ValueError, match=r"2.jpg: image 2 of annotations_file"):
+        ndd.readers.COCO(file_root=root, annotations_file=ann)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"images": [')
+    with pytest.raises(ValueError, match="bad.json' is not valid JSON"):
+        ndd.readers.COCO(file_root=root, annotations_file=bad)
+    bad.write_text('{"images": [{"id": 1, "file_name": "1.jpg", "width": 1, "height": 1}], '
+                   '"annotations": [{"image_id": 1, "bbox": [1, 2], "category_id": 1}], "categories": [{"id": 1}]}')
+    with pytest.raises(ValueError, match="annotation #0 has a bbox of 2 values"):
+        ndd.readers.COCO(file_root=root, annotations_file=bad)
+    with pytest.raises(ValueError, match="pixelwise_masks"):
+        ndd.readers.COCO(file_root=root, annotations_file=ann, pixelwise_masks=True)
+
+
+# -- throughput smoke ------------------------------------------------------------------------
+def test_caffe2_reads_a_larger_db_in_order(tmp_path):
+    n = 700
+    c2.write_caffe2_lmdb(tmp_path / "big", [(payload(i % 200), i) for i in range(n)])
+    r = ndd.readers.Caffe2(path=tmp_path / "big", prefetch_queue_depth=2)
+    labels = [v for _, lab in r.next_epoch(batch_size=64) for v in sum(as_list(lab), [])]
+    assert labels == list(range(n)) + list(range(64 * 11 - n))
