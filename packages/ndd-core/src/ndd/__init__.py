@@ -35,6 +35,7 @@ from ._dtype import (
 )
 from ._eval import EvalContext, EvalMode
 from ._external_source import ExternalSource
+from ._imread import imread
 from ._reader import Reader, ReaderState
 from ._tensor import Tensor
 from ._threads import ThreadPool, get_num_threads, set_num_threads

@@ -159,3 +159,7 @@ def register(reg: Registry) -> None:
     for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS:
         reg.add_schema(schema)
         reg.add_kernel(schema.name, "cpu", kernel)
+    from ._schemas_image import IMAGE_SCHEMAS
+
+    for s in IMAGE_SCHEMAS:
+        reg.add_schema(s)

@@ -4,6 +4,32 @@ from __future__ import annotations
 
 from ndd.plugins import Registry
 
+from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
+from ._crop import crop_cpu, flip_cpu
+from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu
+from ._normalize import cmn_cpu, normalize_cpu
+from ._resize import random_resized_crop_cpu, resize_cpu
+from ._warp import rotate_cpu, warp_affine_cpu
+
+KERNELS = {
+    "decoders.image": image_cpu,
+    "decoders.image_crop": image_crop_cpu,
+    "decoders.image_random_crop": image_random_crop_cpu,
+    "resize": resize_cpu,
+    "random_resized_crop": random_resized_crop_cpu,
+    "rotate": rotate_cpu,
+    "warp_affine": warp_affine_cpu,
+    "flip": flip_cpu,
+    "crop": crop_cpu,
+    "crop_mirror_normalize": cmn_cpu,
+    "normalize": normalize_cpu,
+    "color_twist": color_twist_cpu,
+    "brightness_contrast": brightness_contrast_cpu,
+    "hsv": hsv_cpu,
+}
+
 
 def register(reg: Registry) -> None:
     """Attach this package's CPU kernels to the operators core declares."""
+    for name, fn in KERNELS.items():
+        reg.add_kernel(name, "cpu", fn)

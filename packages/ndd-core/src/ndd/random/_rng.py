@@ -27,6 +27,7 @@ import operator
 import os
 import re
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,10 @@ _STATE_RE = re.compile(r"Philox_([0-9a-f]{16})_([0-9a-f]{16}):([0-9a-f]{16})_([0
 # draw_words(n) for n up to this many words uses the pure-Python block path;
 # above it the vectorized numpy path is faster.
 _SMALL_DRAW = 64
+
+# Every user-visible RNG (constructed or cloned), so capture mode can snapshot draw
+# counters at the start of a traced step (sub-generators of op calls are not listed).
+LIVE_RNGS: weakref.WeakSet = weakref.WeakSet()
 
 
 class RNGState:
@@ -164,6 +169,7 @@ class RNG:
             raise ValueError("Pass either seed or state to RNG, not both")
         self._draws = 0
         self._version = 0
+        LIVE_RNGS.add(self)
         if state is not None:
             self._load(_coerce_state(state))
         else:
@@ -226,6 +232,7 @@ class RNG:
         rng._ctr = self._ctr
         rng._phase = self._phase
         rng._block = self._block
+        LIVE_RNGS.add(rng)
         return rng
 
     # -- seed and state ------------------------------------------------------ #

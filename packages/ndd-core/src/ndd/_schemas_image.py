@@ -1,0 +1,550 @@
+"""Schemas of the image operators (decoders, geometry, colour, normalisation).
+
+They live in core so that every backend package (``ndd-ops-cpu``, ``ndd-ops-cuda``)
+shares one public surface: names, arguments, defaults, output metadata and the
+argument checks that can run at call time. Kernels are attached by the plugins.
+
+Argument names and defaults follow DALI. Where DALI's default means "not set"
+(``min_filter``, ``mag_filter``, ``contrast_center``, ``fill_value``) the default
+here is None and the doc string says what "not set" does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import _dtype
+from ._schema import (
+    BOOL,
+    DTYPE,
+    FLOAT,
+    FLOATS,
+    IMAGE_TYPE,
+    INT,
+    INTERP_TYPE,
+    INTS,
+    STR,
+    Arg,
+    OpSchema,
+    OutMeta,
+)
+from .types import DALIImageType, DALIInterpType
+
+_PKG = "ndd-ops-cpu"
+_LINEAR = DALIInterpType.INTERP_LINEAR
+
+
+def _err(op: str, name: str, msg: str) -> ValueError:
+    return ValueError(f"Operator `{op}`: argument '{name}' {msg}")
+
+
+def image_axes(op: str, layout: str | None, ndim: int) -> str:
+    """The layout of an image input: its own, or HWC / HW guessed from ``ndim``."""
+    if layout:
+        return layout
+    if ndim == 3:
+        return "HWC"
+    if ndim == 2:
+        return "HW"
+    raise ValueError(f"Operator `{op}`: expects an image (HWC, HW or CHW), got a {ndim}-D input without a layout")
+
+
+def _check_hw_image(op: str, m: OutMeta, allowed: tuple[str, ...] = ("HWC", "HW")) -> None:
+    lay = image_axes(op, m.layout, m.ndim)
+    if lay not in allowed:
+        raise ValueError(
+            f"Operator `{op}`: expects an input with layout {' or '.join(allowed)}, got {lay!r}"
+        )
+
+
+def _non_negative(op: str, args: dict, *names: str) -> None:
+    for name in names:
+        v = args.get(name)
+        if v is None:
+            continue
+        vals = v if isinstance(v, tuple) else (v,)
+        if any(x < 0 for x in vals):
+            shown = v if isinstance(v, tuple) else v
+            raise _err(op, name, f"must be non-negative, got {shown}")
+
+
+def _check_interp(op: str, args: dict, names: Sequence[str], allowed: Sequence[DALIInterpType]) -> None:
+    for name in names:
+        v = args.get(name)
+        if v is not None and v not in allowed:
+            raise _err(op, name, f"must be one of {', '.join(i.name for i in allowed)}; got {v.name}")
+
+
+def _float_or_same(op: str, m: OutMeta, dt: _dtype.DType | None) -> _dtype.DType:
+    if dt is None:
+        return m.dtype
+    if dt != m.dtype and dt != _dtype.float32:
+        raise _err(op, "dtype", f"must be the input type ({m.dtype}) or float32, got {dt}")
+    return dt
+
+
+def _window_size(op: str, args: dict, names: tuple[str, ...]) -> None:
+    crop = args.get("crop")
+    if crop is not None:
+        if len(crop) not in (2, 3):
+            raise _err(op, "crop", f"must have 2 (H, W) or 3 (D, H, W) values, got {len(crop)}")
+        if any(args.get(n) for n in names):
+            raise ValueError(
+                f"Operator `{op}`: argument 'crop' cannot be combined with {'/'.join(names)}"
+            )
+    _non_negative(op, args, "crop", *names)
+
+
+# -- decoders ---------------------------------------------------------------------
+
+_ALL_INTERP = tuple(DALIInterpType)
+_WARP_INTERP = (DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR)
+_DECODER_DTYPES = (_dtype.uint8, _dtype.uint16, _dtype.float32)
+
+_DECODER_ARGS = {
+    "output_type": Arg(IMAGE_TYPE, DALIImageType.RGB, doc="colour space of the output (RGB, BGR, GRAY, YCbCr, ANY_DATA)"),
+    "dtype": Arg(DTYPE, _dtype.uint8, doc="output type: uint8, uint16 or float32 (values scaled to its range, float to [0, 1])"),
+    "adjust_orientation": Arg(BOOL, True, doc="apply the EXIF orientation tag"),
+    "use_fast_idct": Arg(BOOL, False, doc="use libjpeg-turbo's fast (less accurate) integer IDCT"),
+    # Accepted for compatibility with DALI; they tune the GPU decoder and caches only.
+    "affine": Arg(BOOL, True, doc="ignored on the CPU"),
+    "hw_decoder_load": Arg(FLOAT, 0.65, doc="ignored on the CPU"),
+    "hybrid_huffman_threshold": Arg(INT, 1000000, doc="ignored on the CPU"),
+    "device_memory_padding": Arg(INT, 16777216, doc="ignored on the CPU"),
+    "host_memory_padding": Arg(INT, 8388608, doc="ignored on the CPU"),
+    "device_memory_padding_jpeg2k": Arg(INT, 0, doc="ignored on the CPU"),
+    "host_memory_padding_jpeg2k": Arg(INT, 0, doc="ignored on the CPU"),
+    "jpeg_fancy_upsampling": Arg(BOOL, False, doc="GPU only; the CPU decoder always upsamples chroma smoothly"),
+    "preallocate_width_hint": Arg(INT, 0, doc="ignored on the CPU"),
+    "preallocate_height_hint": Arg(INT, 0, doc="ignored on the CPU"),
+    "cache_size": Arg(INT, 0, doc="ignored on the CPU"),
+    "cache_threshold": Arg(INT, 0, doc="ignored on the CPU"),
+    "cache_type": Arg(STR, "", doc="ignored on the CPU"),
+    "cache_batch_copy": Arg(BOOL, True, doc="ignored on the CPU"),
+    "cache_debug": Arg(BOOL, False, doc="ignored on the CPU"),
+}
+
+_CROP_WINDOW_ARGS = {
+    "crop": Arg(FLOATS, None, per_sample=True, doc="window shape (H, W); exclusive with crop_w/crop_h"),
+    "crop_w": Arg(FLOAT, 0.0, per_sample=True, doc="window width in pixels (0: whole width)"),
+    "crop_h": Arg(FLOAT, 0.0, per_sample=True, doc="window height in pixels (0: whole height)"),
+    "crop_d": Arg(FLOAT, 0.0, per_sample=True, doc="window depth (volumes only; must be 0 for images)"),
+    "crop_pos_x": Arg(FLOAT, 0.5, per_sample=True, doc="normalised horizontal anchor: x0 = crop_pos_x * (W - crop_w)"),
+    "crop_pos_y": Arg(FLOAT, 0.5, per_sample=True, doc="normalised vertical anchor: y0 = crop_pos_y * (H - crop_h)"),
+    "crop_pos_z": Arg(FLOAT, 0.5, per_sample=True, doc="normalised depth anchor (volumes only)"),
+    "rounding": Arg(STR, "round", choices=("round", "truncate"), doc="how the window anchor is rounded"),
+}
+
+_OOB = {
+    "out_of_bounds_policy": Arg(STR, "error", choices=("error", "pad", "trim_to_shape"),
+                                doc="a window outside the input: raise, pad with fill_values, or shrink it"),
+    "fill_values": Arg(FLOATS, (0.0,), doc="padding value, one for all channels or one per channel"),
+}
+
+_RANDOM_CROP_ARGS = {
+    "random_area": Arg(FLOATS, (0.08, 1.0), doc="range of the window area as a fraction of the image area"),
+    "random_aspect_ratio": Arg(FLOATS, (0.75, 1.333333), doc="range of the window aspect ratio (w / h), drawn log-uniformly"),
+    "num_attempts": Arg(INT, 10, doc="tries before falling back to a centre crop"),
+}
+
+
+def _check_random_crop(op: str, args: dict) -> None:
+    area, ratio = args["random_area"], args["random_aspect_ratio"]
+    if len(area) != 2 or not 0 < area[0] <= area[1]:
+        raise _err(op, "random_area", f"must be [min, max] with 0 < min <= max, got {list(area)}")
+    if len(ratio) != 2 or not 0 < ratio[0] <= ratio[1]:
+        raise _err(op, "random_aspect_ratio", f"must be [min, max] with 0 < min <= max, got {list(ratio)}")
+    if args["num_attempts"] < 1:
+        raise _err(op, "num_attempts", f"must be at least 1, got {args['num_attempts']}")
+
+
+def _decoder_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    return [OutMeta(args["dtype"], 3, "HWC")]
+
+
+def _decoder_validate(op: str):
+    def validate(args: dict) -> None:
+        if args["dtype"] not in _DECODER_DTYPES:
+            raise _err(op, "dtype", f"must be uint8, uint16 or float32, got {args['dtype']}")
+        if op == "decoders.image_crop":
+            _window_size(op, args, ("crop_w", "crop_h"))
+        if op == "decoders.image_random_crop":
+            _check_random_crop(op, args)
+
+    return validate
+
+
+DECODE = OpSchema(
+    "decoders.image", args=dict(_DECODER_ARGS), infer=_decoder_infer,
+    validate=_decoder_validate("decoders.image"), provided_by=_PKG,
+    doc="Decode encoded images (JPEG, PNG, BMP, TIFF, WebP; a 1-D uint8 tensor each) to HWC.",
+)
+DECODE_CROP = OpSchema(
+    "decoders.image_crop", args={**_DECODER_ARGS, **_CROP_WINDOW_ARGS}, infer=_decoder_infer,
+    validate=_decoder_validate("decoders.image_crop"), provided_by=_PKG,
+    doc="Decode images and crop a window (arguments as in `crop`; the window must lie inside the image).",
+)
+DECODE_RANDOM_CROP = OpSchema(
+    "decoders.image_random_crop", args={**_DECODER_ARGS, **_RANDOM_CROP_ARGS}, infer=_decoder_infer,
+    validate=_decoder_validate("decoders.image_random_crop"), random=True, provided_by=_PKG,
+    doc="Decode images and crop a random window (area and aspect ratio as in `random_resized_crop`).",
+)
+
+# -- resize -----------------------------------------------------------------------
+
+_RESAMPLING_ARGS = {
+    "interp_type": Arg(INTERP_TYPE, _LINEAR, per_sample=True, doc="interpolation for both directions"),
+    "min_filter": Arg(INTERP_TYPE, None, per_sample=True,
+                      doc="filter when scaling down (DALI default LINEAR; not set: interp_type)"),
+    "mag_filter": Arg(INTERP_TYPE, None, per_sample=True,
+                      doc="filter when scaling up (DALI default LINEAR; not set: interp_type)"),
+    "antialias": Arg(BOOL, True, doc="widen the filter when scaling down (not for NN)"),
+    "dtype": Arg(DTYPE, None, doc="output type: the input type (default) or float32"),
+    "minibatch_size": Arg(INT, 32, doc="ignored on the CPU"),
+    "temp_buffer_hint": Arg(INT, 0, doc="ignored on the CPU"),
+}
+
+
+def _resize_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    op = "resize"
+    m = inputs[0]
+    _check_hw_image(op, m)
+    out = [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, m.layout)]
+    if args.get("save_attrs"):
+        out.append(OutMeta(_dtype.int32, 1, None))
+    return out
+
+
+def _resize_validate(args: dict) -> None:
+    op = "resize"
+    _non_negative(op, args, "size", "resize_shorter", "resize_longer", "max_size")
+    if args["size"] is not None and len(args["size"]) not in (1, 2):
+        raise _err(op, "size", f"must have one value per spatial dimension (H, W), got {len(args['size'])}")
+    if args["resize_z"]:
+        raise _err(op, "resize_z", "applies to volumes only; images take resize_x and resize_y")
+    if args["resize_shorter"] and args["resize_longer"]:
+        raise ValueError(f"Operator `{op}`: arguments 'resize_shorter' and 'resize_longer' are mutually exclusive")
+    if args["mode"] != "default" and (args["resize_shorter"] or args["resize_longer"]):
+        raise _err(op, "mode", "cannot be combined with resize_shorter or resize_longer")
+    if (args["roi_start"] is None) != (args["roi_end"] is None):
+        raise ValueError(f"Operator `{op}`: arguments 'roi_start' and 'roi_end' must be given together")
+    _check_interp(op, args, ("interp_type", "min_filter", "mag_filter"), _ALL_INTERP)
+
+
+RESIZE = OpSchema(
+    "resize",
+    args={
+        "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); a 0 extent is derived from the others"),
+        "resize_x": Arg(FLOAT, 0.0, per_sample=True, doc="output width (negative flips)"),
+        "resize_y": Arg(FLOAT, 0.0, per_sample=True, doc="output height (negative flips)"),
+        "resize_z": Arg(FLOAT, 0.0, per_sample=True, doc="volumes only"),
+        "resize_shorter": Arg(FLOAT, 0.0, per_sample=True, doc="length of the shorter side (mode not_smaller)"),
+        "resize_longer": Arg(FLOAT, 0.0, per_sample=True, doc="length of the longer side (mode not_larger)"),
+        "max_size": Arg(FLOATS, None, doc="limit of the output size, one value or (H, W)"),
+        "mode": Arg(STR, "default", choices=("default", "stretch", "not_larger", "not_smaller"),
+                    doc="how the requested extents combine (see DALI's resize)"),
+        "roi_start": Arg(FLOATS, None, per_sample=True, doc="input region start (y, x)"),
+        "roi_end": Arg(FLOATS, None, per_sample=True, doc="input region end (y, x); end < start flips"),
+        "roi_relative": Arg(BOOL, False, doc="ROI given as fractions of the input size"),
+        "subpixel_scale": Arg(BOOL, True, doc="keep the exact scale when the output size is rounded"),
+        "save_attrs": Arg(BOOL, False, doc="also return the output size (H, W) of each sample, int32"),
+        **_RESAMPLING_ARGS,
+    },
+    infer=_resize_infer, validate=_resize_validate, provided_by=_PKG,
+    doc="Resize images (HWC or HW).",
+)
+
+
+def _rrc_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    op = "random_resized_crop"
+    m = inputs[0]
+    _check_hw_image(op, m)
+    return [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, m.layout)]
+
+
+def _rrc_validate(args: dict) -> None:
+    op = "random_resized_crop"
+    size = args["size"]
+    if len(size) not in (1, 2):
+        raise _err(op, "size", f"must be (H, W) or one value, got {list(size)}")
+    if any(s <= 0 for s in size):
+        raise _err(op, "size", f"must be positive, got {list(size)}")
+    _check_random_crop(op, args)
+    _check_interp(op, args, ("interp_type", "min_filter", "mag_filter"), _ALL_INTERP)
+
+
+RANDOM_RESIZED_CROP = OpSchema(
+    "random_resized_crop",
+    args={"size": Arg(FLOATS, required=True, doc="output size (H, W)"), **_RANDOM_CROP_ARGS, **_RESAMPLING_ARGS},
+    infer=_rrc_infer, validate=_rrc_validate, random=True, provided_by=_PKG,
+    doc="Crop a random window (area and aspect ratio in the given ranges) and resize it to ``size``.",
+)
+
+# -- warps ------------------------------------------------------------------------
+
+
+def _warp_infer(op: str):
+    def infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+        m = inputs[0]
+        _check_hw_image(op, m)
+        dt = args["dtype"] or m.dtype
+        return [OutMeta(dt, m.ndim, m.layout)]
+
+    return infer
+
+
+def _rotate_validate(args: dict) -> None:
+    op = "rotate"
+    _non_negative(op, args, "size")
+    if args["size"] is not None and len(args["size"]) != 2:
+        raise _err(op, "size", f"must be (H, W), got {list(args['size'])}")
+    if args["axis"] is not None:
+        raise _err(op, "axis", "applies to volumes only")
+    if args["keep_size"] and args["size"] is not None:
+        raise ValueError(f"Operator `{op}`: arguments 'keep_size' and 'size' are mutually exclusive")
+    _check_interp(op, args, ("interp_type",), _WARP_INTERP)
+
+
+ROTATE = OpSchema(
+    "rotate",
+    args={
+        "angle": Arg(FLOAT, required=True, per_sample=True, doc="degrees, counter-clockwise"),
+        "axis": Arg(FLOATS, None, per_sample=True, doc="rotation axis (volumes only)"),
+        "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); default: the rotated bounding box"),
+        "keep_size": Arg(BOOL, False, doc="keep the input size"),
+        "fill_value": Arg(FLOAT, None, doc="value outside the source (not set: repeat the border pixel)"),
+        "interp_type": Arg(INTERP_TYPE, _LINEAR, doc="NN or LINEAR"),
+        "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),
+    },
+    infer=_warp_infer("rotate"), validate=_rotate_validate, provided_by=_PKG,
+    doc="Rotate images about their centre.",
+)
+
+
+def _warp_validate(args: dict) -> None:
+    op = "warp_affine"
+    m = args["matrix"]
+    if m is not None and len(m) != 6:
+        raise _err(op, "matrix", f"must have 6 values (a 2x3 matrix), got {len(m)}")
+    _non_negative(op, args, "size")
+    if args["size"] is not None and len(args["size"]) != 2:
+        raise _err(op, "size", f"must be (H, W), got {list(args['size'])}")
+    _check_interp(op, args, ("interp_type",), _WARP_INTERP)
+
+
+WARP_AFFINE = OpSchema(
+    "warp_affine", inputs=("data", "mtx"), min_inputs=1,
+    args={
+        "matrix": Arg(FLOATS, None, per_sample=True, doc="2x3 matrix (row-major); or the second input"),
+        "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); default: the input size"),
+        "inverse_map": Arg(BOOL, True, doc="the matrix maps output to input coordinates"),
+        "fill_value": Arg(FLOAT, None, doc="value outside the source (not set: repeat the border pixel)"),
+        "interp_type": Arg(INTERP_TYPE, _LINEAR, doc="NN or LINEAR"),
+        "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),
+    },
+    infer=_warp_infer("warp_affine"), validate=_warp_validate, provided_by=_PKG,
+    doc="Apply an affine transform; coordinates are pixel corners, (0, 0) is the top-left corner.",
+)
+
+# -- flip and crops ---------------------------------------------------------------
+
+FLIP = OpSchema(
+    "flip",
+    args={
+        "horizontal": Arg(INT, 1, per_sample=True, doc="flip along W"),
+        "vertical": Arg(INT, 0, per_sample=True, doc="flip along H"),
+        "depthwise": Arg(INT, 0, per_sample=True, doc="flip along D"),
+    },
+    provided_by=_PKG, doc="Flip images horizontally and/or vertically (any layout with H and W).",
+)
+
+
+def _crop_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    m = inputs[0]
+    _check_hw_image("crop", m, ("HWC", "HW", "CHW"))
+    return [OutMeta(args["dtype"] or m.dtype, m.ndim, m.layout)]
+
+
+def _crop_validate(args: dict) -> None:
+    _window_size("crop", args, ("crop_w", "crop_h"))
+    if args["crop_d"]:
+        raise _err("crop", "crop_d", "applies to volumes only")
+
+
+CROP = OpSchema(
+    "crop", args={**_CROP_WINDOW_ARGS, **_OOB, "dtype": Arg(DTYPE, None, doc="output type (default: the input type)")},
+    infer=_crop_infer, validate=_crop_validate, provided_by=_PKG,
+    doc="Crop a window from images (HWC, HW or CHW).",
+)
+
+
+def _cmn_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    op = "crop_mirror_normalize"
+    m = inputs[0]
+    _check_hw_image(op, m, ("HWC", "HW", "CHW"))
+    lay = image_axes(op, m.layout, m.ndim)
+    out = args["output_layout"]
+    if sorted(out) != sorted(lay):
+        raise _err(op, "output_layout", f"must be a permutation of the input layout {lay!r}, got {out!r}")
+    if args["pad_output"] and "C" not in lay:
+        raise _err(op, "pad_output", f"needs a channel dimension, the input layout is {lay!r}")
+    return [OutMeta(args["dtype"], m.ndim, out)]
+
+
+def _cmn_validate(args: dict) -> None:
+    op = "crop_mirror_normalize"
+    _window_size(op, args, ("crop_w", "crop_h"))
+    mean, std = args["mean"], args["std"]
+    if len(mean) > 1 and len(std) > 1 and len(mean) != len(std):
+        raise ValueError(
+            f"Operator `{op}`: arguments 'mean' and 'std' must have the same length (or one value), "
+            f"got {len(mean)} and {len(std)}"
+        )
+    if any(s == 0 for s in std):
+        raise _err(op, "std", "must not contain 0")
+    if args["crop_d"]:
+        raise _err(op, "crop_d", "applies to volumes only")
+
+
+CROP_MIRROR_NORMALIZE = OpSchema(
+    "crop_mirror_normalize",
+    args={
+        **_CROP_WINDOW_ARGS,
+        "mean": Arg(FLOATS, (0.0,), per_sample=True, doc="subtracted, one value or one per channel"),
+        "std": Arg(FLOATS, (1.0,), per_sample=True, doc="divisor, one value or one per channel"),
+        "scale": Arg(FLOAT, 1.0, doc="multiplies the normalised value"),
+        "shift": Arg(FLOAT, 0.0, doc="added last: out = (in - mean) / std * scale + shift"),
+        "mirror": Arg(INT, 0, per_sample=True, doc="flip horizontally (after cropping)"),
+        "dtype": Arg(DTYPE, _dtype.float32, doc="output type (integers are rounded and saturated)"),
+        "output_layout": Arg(STR, "CHW", doc="a permutation of the input layout"),
+        "pad_output": Arg(BOOL, False, doc="pad the channels to 4 (the extra channels are 0)"),
+        **_OOB,
+    },
+    infer=_cmn_infer, validate=_cmn_validate, provided_by=_PKG,
+    doc="Crop, mirror, normalise ((in - mean) / std * scale + shift) and transpose images in one pass.",
+)
+
+# -- normalize --------------------------------------------------------------------
+
+
+def _normalize_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    op = "normalize"
+    m = inputs[0]
+    axes, names = args["axes"], args["axis_names"]
+    if axes is not None and names is not None:
+        raise ValueError(f"Operator `{op}`: arguments 'axes' and 'axis_names' are mutually exclusive")
+    if axes is not None and any(not -m.ndim <= a < m.ndim for a in axes):
+        raise _err(op, "axes", f"has an axis out of range for a {m.ndim}-D input: {list(axes)}")
+    if names is not None:
+        if not m.layout:
+            raise _err(op, "axis_names", "needs an input with a layout")
+        missing = [c for c in names if c not in m.layout]
+        if missing:
+            raise _err(op, "axis_names", f"names {''.join(missing)!r}, not in the input layout {m.layout!r}")
+    return [OutMeta(args["dtype"], m.ndim, m.layout)]
+
+
+def _normalize_validate(args: dict) -> None:
+    op = "normalize"
+    if args["ddof"] < 0:
+        raise _err(op, "ddof", f"must be non-negative, got {args['ddof']}")
+    if args["epsilon"] < 0:
+        raise _err(op, "epsilon", f"must be non-negative, got {args['epsilon']}")
+    if args["stddev"] is not None and any(s <= 0 for s in args["stddev"]):
+        raise _err(op, "stddev", "must be positive")
+
+
+NORMALIZE = OpSchema(
+    "normalize",
+    args={
+        "mean": Arg(FLOATS, None, per_sample=True, doc="mean to subtract (not set: computed)"),
+        "stddev": Arg(FLOATS, None, per_sample=True, doc="standard deviation (not set: computed)"),
+        "axes": Arg(INTS, None, doc="reduced axes (default: all)"),
+        "axis_names": Arg(STR, None, doc="reduced axes by layout name, e.g. 'HW'"),
+        "batch": Arg(BOOL, False, doc="compute mean and stddev over the whole batch"),
+        "ddof": Arg(INT, 0, doc="delta degrees of freedom of the computed variance"),
+        "epsilon": Arg(FLOAT, 0.0, doc="added to the variance: out = scale * (in - mean) / sqrt(var + eps) + shift"),
+        "scale": Arg(FLOAT, 1.0, doc="multiplies the normalised value"),
+        "shift": Arg(FLOAT, 0.0, doc="added to the result"),
+        "dtype": Arg(DTYPE, _dtype.float32, doc="output type (integers are rounded and saturated)"),
+    },
+    infer=_normalize_infer, validate=_normalize_validate, provided_by=_PKG,
+    doc="Normalise: subtract the mean and divide by the standard deviation along ``axes``.",
+)
+
+# -- colour -----------------------------------------------------------------------
+
+
+def _color_infer(op: str):
+    def infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+        m = inputs[0]
+        lay = image_axes(op, m.layout, m.ndim)
+        if not lay.endswith("C"):
+            raise ValueError(f"Operator `{op}`: expects channel-last images (HWC), got layout {lay!r}")
+        return [OutMeta(args["dtype"] or m.dtype, m.ndim, m.layout)]
+
+    return infer
+
+
+def _color_twist_validate(args: dict) -> None:
+    op = "color_twist"
+    if args["image_type"] not in (DALIImageType.RGB, DALIImageType.BGR):
+        raise _err(op, "image_type", f"must be RGB or BGR, got {args['image_type'].name}")
+    _non_negative(op, args, "brightness", "contrast", "saturation")
+
+
+COLOR_TWIST = OpSchema(
+    "color_twist",
+    args={
+        "brightness": Arg(FLOAT, 1.0, per_sample=True, doc="multiplier (0: black)"),
+        "contrast": Arg(FLOAT, 1.0, per_sample=True, doc="multiplier of the distance from mid-grey"),
+        "hue": Arg(FLOAT, 0.0, per_sample=True, doc="rotation of the hue, degrees"),
+        "saturation": Arg(FLOAT, 1.0, per_sample=True, doc="multiplier (0: grey)"),
+        "image_type": Arg(IMAGE_TYPE, DALIImageType.RGB, doc="channel order, RGB or BGR"),
+        "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),
+    },
+    infer=_color_infer("color_twist"), validate=_color_twist_validate, provided_by=_PKG,
+    doc="Adjust hue, saturation, brightness and contrast of RGB images.",
+)
+
+
+def _bc_validate(args: dict) -> None:
+    _non_negative("brightness_contrast", args, "brightness", "contrast")
+
+
+BRIGHTNESS_CONTRAST = OpSchema(
+    "brightness_contrast",
+    args={
+        "brightness": Arg(FLOAT, 1.0, per_sample=True, doc="multiplier"),
+        "brightness_shift": Arg(FLOAT, 0.0, per_sample=True, doc="added, as a fraction of the output range"),
+        "contrast": Arg(FLOAT, 1.0, per_sample=True, doc="multiplier of the distance from contrast_center"),
+        "contrast_center": Arg(FLOAT, None, per_sample=True,
+                               doc="value unchanged by contrast (not set: half the input range, 128 or 0.5)"),
+        "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),
+    },
+    infer=lambda inputs, args: [OutMeta(args["dtype"] or inputs[0].dtype, inputs[0].ndim, inputs[0].layout)],
+    validate=_bc_validate, provided_by=_PKG,
+    doc="out = brightness_shift * range + brightness * (contrast_center + contrast * (in - contrast_center)).",
+)
+
+
+def _hsv_validate(args: dict) -> None:
+    _non_negative("hsv", args, "saturation", "value")
+
+
+HSV = OpSchema(
+    "hsv",
+    args={
+        "hue": Arg(FLOAT, 0.0, per_sample=True, doc="rotation of the hue, degrees"),
+        "saturation": Arg(FLOAT, 1.0, per_sample=True, doc="multiplier"),
+        "value": Arg(FLOAT, 1.0, per_sample=True, doc="multiplier"),
+        "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),
+    },
+    infer=_color_infer("hsv"), validate=_hsv_validate, provided_by=_PKG,
+    doc="Hue, saturation and value adjustment of RGB images (a linear transform in YIQ space).",
+)
+
+IMAGE_SCHEMAS = (
+    DECODE, DECODE_CROP, DECODE_RANDOM_CROP, RESIZE, RANDOM_RESIZED_CROP, ROTATE, WARP_AFFINE, FLIP,
+    CROP, CROP_MIRROR_NORMALIZE, NORMALIZE, COLOR_TWIST, BRIGHTNESS_CONTRAST, HSV,
+)

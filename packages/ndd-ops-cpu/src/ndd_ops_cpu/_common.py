@@ -1,0 +1,90 @@
+"""Helpers shared by the CPU kernels: parallel loops, layouts, dtype conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import cv2
+import numpy as np
+
+from ndd.plugins import KernelArgs, KernelContext
+from ndd.types import DALIInterpType
+
+T = TypeVar("T")
+
+# Below this many input bytes per batch a plain loop beats handing work to threads.
+_PARALLEL_MIN_BYTES = 1 << 18
+
+
+def map_samples(ctx: KernelContext, fn: Callable[[int], T], n: int, nbytes: int | None = None) -> list[T]:
+    """``[fn(i) for i in range(n)]``, split into one contiguous chunk per pool thread.
+
+    Small batches (``nbytes`` under 256 KiB) run inline: for 28x28 images the
+    hand-off to threads costs more than the work.
+    """
+    pool = ctx.thread_pool
+    k = min(pool.num_threads, n)
+    if k <= 1 or (nbytes is not None and nbytes < _PARALLEL_MIN_BYTES):
+        return [fn(i) for i in range(n)]
+    bounds = np.linspace(0, n, k + 1).astype(int)
+    chunks = pool.map(lambda lo, hi: [fn(i) for i in range(lo, hi)], bounds[:-1], bounds[1:])
+    return [r for c in chunks for r in c]
+
+
+def batch_nbytes(samples: Sequence[np.ndarray]) -> int:
+    return sum(s.nbytes for s in samples)
+
+
+def image_layout(ctx: KernelContext, ndim: int) -> str:
+    """The input image layout, guessing HWC / HW when it has none."""
+    lay = ctx.input_layouts[0]
+    if lay:
+        return lay
+    return "HWC" if ndim == 3 else "HW"
+
+
+def cast_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Convert ``x`` to ``dtype``: floats going to integers are rounded and saturated."""
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return np.ascontiguousarray(x)
+    if dtype.kind in "iu" and x.dtype.kind == "f":
+        info = np.iinfo(dtype)
+        x = np.clip(np.rint(x), info.min, info.max)
+    return np.ascontiguousarray(x.astype(dtype))
+
+
+def interp_of(op: str, name: str, v: Any, i: int) -> DALIInterpType:
+    """A per-sample interpolation value (int32 from a Batch) as a DALIInterpType."""
+    try:
+        return DALIInterpType(int(v))
+    except ValueError:
+        raise ValueError(f"Operator `{op}`: argument '{name}': {int(v)} (sample {i}) is not a valid "
+                         "DALIInterpType") from None
+
+
+CV_INTERP = {
+    DALIInterpType.INTERP_NN: cv2.INTER_NEAREST,
+    DALIInterpType.INTERP_LINEAR: cv2.INTER_LINEAR,
+}
+
+
+def fill_vector(op: str, fill: Sequence[float], channels: int) -> np.ndarray:
+    """Padding values as a (channels,) float64 array (one value broadcasts)."""
+    f = np.asarray(fill, np.float64)
+    if f.size == 1:
+        return np.full(channels, f[0])
+    if f.size != channels:
+        raise ValueError(
+            f"Operator `{op}`: argument 'fill_values' has {f.size} values but the image has {channels} channels"
+        )
+    return f
+
+
+def sample_floats(args: KernelArgs, name: str, i: int) -> tuple[float, ...] | None:
+    """A FLOATS argument of sample ``i`` as a tuple (None when not set)."""
+    v = args.sample(name, i)
+    if v is None:
+        return None
+    return tuple(float(x) for x in np.ravel(v))

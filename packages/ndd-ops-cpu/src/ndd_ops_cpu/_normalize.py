@@ -1,0 +1,194 @@
+"""``crop_mirror_normalize`` and ``normalize``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ndd.plugins import BatchData, KernelArgs, KernelContext
+
+from ._common import cast_to, fill_vector, image_layout, map_samples
+from ._crop import batch_windows, extract
+
+
+def _per_channel(op: str, name: str, v: Any, c: int, i: int) -> np.ndarray:
+    a = np.asarray(v, np.float32).ravel()
+    if a.size == 1:
+        return np.full(c, a[0], np.float32)
+    if a.size != c:
+        raise ValueError(f"Operator `{op}`: argument '{name}' has {a.size} values but sample {i} has {c} "
+                         "channel(s)")
+    return a
+
+
+def _cmn_coefficients(op: str, args: KernelArgs, chans: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per sample ``(a, b)`` with ``(x - mean) / std * scale + shift == x * a + b``."""
+    scale, shift = np.float32(args["scale"]), np.float32(args["shift"])
+
+    def one(i: int) -> tuple[np.ndarray, np.ndarray]:
+        mean = _per_channel(op, "mean", args.sample("mean", i), chans[i], i)
+        std = _per_channel(op, "std", args.sample("std", i), chans[i], i)
+        if np.any(std == 0):
+            raise ValueError(f"Operator `{op}`: argument 'std' must not contain 0 (sample {i})")
+        a = scale / std
+        return a, shift - mean * a
+
+    if len(set(chans)) == 1 and not args.is_per_sample("mean") and not args.is_per_sample("std"):
+        return [one(0)] * len(chans)
+    return [one(i) for i in range(len(chans))]
+
+
+def cmn_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """Crop, mirror, ``(x - mean) / std * scale + shift``, pad channels, permute.
+
+    The normalisation is folded into one multiply-add per element, done one
+    channel plane at a time straight into the output layout: measured on a
+    224x224x3 crop, ~0.1 ms against ~1.1 ms for one broadcast NumPy expression
+    followed by a transpose (README). When the output shapes agree, the samples
+    write into one dense output array.
+    """
+    op = ctx.op
+    samples = inputs[0].samples
+    n = len(samples)
+    if n == 0:
+        return []
+    lay = image_layout(ctx, samples[0].ndim)
+    out_lay = args["output_layout"]
+    ha, wa, ca = lay.index("H"), lay.index("W"), lay.find("C")
+    inv = [out_lay.index(ch) for ch in lay]  # output axes in input-layout order
+    dt = ctx.output_meta[0].dtype.numpy_dtype
+    pad = args["pad_output"]
+    chans = [s.shape[ca] if ca >= 0 else 1 for s in samples]
+    wins = batch_windows(op, args, [(s.shape[ha], s.shape[wa]) for s in samples], args["out_of_bounds_policy"])
+    mirror = np.asarray(args.per_sample("mirror"), bool).reshape(n)
+    coefs = _cmn_coefficients(op, args, chans)
+
+    def out_shape(i: int) -> tuple[int, ...]:
+        shape = list(samples[i].shape)
+        (_, _), (h, w) = wins[i]
+        shape[ha], shape[wa] = h, w
+        if ca >= 0 and pad and chans[i] < 4:
+            shape[ca] = 4
+        return tuple(shape[lay.index(ch)] for ch in out_lay)
+
+    def one(i: int, out: np.ndarray) -> np.ndarray:
+        s, c = samples[i], chans[i]
+        (y0, x0), (h, w) = wins[i]
+        view = out.transpose(inv)  # written through, in the input layout
+        idx = [slice(None)] * s.ndim
+        inside = y0 >= 0 and x0 >= 0 and y0 + h <= s.shape[ha] and x0 + w <= s.shape[wa]
+        if inside:
+            idx[ha], idx[wa] = slice(y0, y0 + h), slice(x0, x0 + w)
+            src = s[tuple(idx)]
+        else:
+            src = extract(s, lay, wins[i], np.zeros(c))
+        if mirror[i]:
+            flip = [slice(None)] * s.ndim
+            flip[wa] = slice(None, None, -1)
+            src = src[tuple(flip)]
+        a, b = coefs[i]
+        for k in range(c):
+            sel = [slice(None)] * s.ndim
+            if ca >= 0:
+                sel[ca] = k
+            sp, vp = src[tuple(sel)], view[tuple(sel)]
+            np.multiply(sp, a[k], out=vp, dtype=np.float32, casting="unsafe")
+            vp += b[k]
+        if ca >= 0 and view.shape[ca] > c:
+            sel = [slice(None)] * s.ndim
+            sel[ca] = slice(c, None)
+            view[tuple(sel)] = 0
+        if not inside:
+            valid = np.zeros((h, w), bool)  # window pixels that fall on the image
+            valid[max(-y0, 0):max(s.shape[ha] - y0, 0), max(-x0, 0):max(s.shape[wa] - x0, 0)] = True
+            if mirror[i]:
+                valid = valid[:, ::-1]
+            fill = fill_vector(op, args["fill_values"], c)
+            hw_view = np.moveaxis(view, (ha, wa), (0, 1))
+            for k in range(c):
+                plane = hw_view[..., k] if ca >= 0 else hw_view
+                plane[~valid] = fill[k]
+        return out if dt == np.float32 else cast_to(out, dt)
+
+    # A plain loop: the work is memory-bound, and measured on 64 224x224x3 crops the
+    # thread pool gave no speed-up (~15 ms either way) while adding contention.
+    shapes = [out_shape(i) for i in range(n)]
+    if len(set(shapes)) == 1:
+        dense = np.empty((n, *shapes[0]), np.float32)
+        res = [one(i, dense[i]) for i in range(n)]
+        return dense if dt == np.float32 else np.stack(res)
+    return [one(i, np.empty(shapes[i], np.float32)) for i in range(n)]
+
+
+def _reduced_axes(op: str, args: KernelArgs, layout: str | None, ndim: int) -> tuple[int, ...]:
+    if args["axis_names"] is not None:
+        if not layout:
+            raise ValueError(f"Operator `{op}`: argument 'axis_names' needs an input with a layout")
+        return tuple(sorted(layout.index(ch) for ch in args["axis_names"]))
+    if args["axes"] is not None:
+        return tuple(sorted(a % ndim for a in args["axes"]))
+    return tuple(range(ndim))
+
+
+def _shaped(op: str, name: str, v: Any, red_shape: tuple[int, ...], i: int) -> np.ndarray:
+    a = np.asarray(v, np.float32)
+    if a.size == 1:
+        return a.reshape([1] * len(red_shape))
+    if a.size != int(np.prod(red_shape)):
+        raise ValueError(f"Operator `{op}`: argument '{name}' of sample {i} has {a.size} values; the reduced "
+                         f"shape is {red_shape}")
+    return a.reshape(red_shape)
+
+
+def normalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``scale * (x - mean) / sqrt(var + epsilon) + shift``; ``var = stddev**2`` when given."""
+    op = ctx.op
+    bd = inputs[0]
+    samples = bd.samples
+    n = len(samples)
+    if n == 0:
+        return []
+    ndim = samples[0].ndim
+    axes = _reduced_axes(op, args, ctx.input_layouts[0], ndim)
+    dt = ctx.output_meta[0].dtype.numpy_dtype
+    eps, ddof, scale, shift = args["epsilon"], args["ddof"], args["scale"], args["shift"]
+
+    def red_shape(s: np.ndarray) -> tuple[int, ...]:
+        return tuple(1 if d in axes else s.shape[d] for d in range(s.ndim))
+
+    xs = [s.astype(np.float32, copy=False) for s in samples]
+    means: list = [None] * n
+    stds: list = [None] * n
+    for i, s in enumerate(samples):
+        m, sd = args.sample("mean", i), args.sample("stddev", i)
+        if m is not None:
+            means[i] = _shaped(op, "mean", m, red_shape(s), i)
+        if sd is not None:
+            stds[i] = _shaped(op, "stddev", sd, red_shape(s), i)
+    if args["batch"]:
+        shapes = {red_shape(s) for s in samples}
+        if len(shapes) != 1:
+            raise ValueError(f"Operator `{op}`: with batch=True the non-reduced extents of all samples must match, "
+                             f"got {sorted(shapes)}")
+        count = sum(int(np.prod([s.shape[d] for d in axes])) for s in samples)
+        if any(m is None for m in means):
+            total = sum(x.sum(axis=axes, keepdims=True, dtype=np.float64) for x in xs)
+            means = [(total / count).astype(np.float32)] * n
+        if any(v is None for v in stds):
+            ss = sum(((x - means[0]) ** 2).sum(axis=axes, keepdims=True, dtype=np.float64) for x in xs)
+            stds = [np.sqrt(ss / max(count - ddof, 1)).astype(np.float32)] * n
+
+    def one(i: int) -> np.ndarray:
+        x = xs[i]
+        m = means[i] if means[i] is not None else x.mean(axis=axes, keepdims=True, dtype=np.float64)
+        if stds[i] is not None:
+            var = np.asarray(stds[i], np.float64) ** 2
+        else:
+            cnt = int(np.prod([x.shape[d] for d in axes]))
+            var = ((x - m) ** 2).sum(axis=axes, keepdims=True, dtype=np.float64) / max(cnt - ddof, 1)
+        k = scale / np.sqrt(var + eps)
+        k = np.where(np.isfinite(k), k, 0.0).astype(np.float32)  # a constant slice normalises to shift
+        return cast_to((x - np.asarray(m, np.float32)) * k + np.float32(shift), dt)
+
+    return map_samples(ctx, one, n, sum(s.nbytes for s in samples))

@@ -1,0 +1,175 @@
+"""decoders.image / image_crop / image_random_crop and imread against Pillow and OpenCV."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from ops_cpu_helpers import as_np, encode, pil_decode, raises
+from PIL import Image, ImageOps
+
+import ndd
+from ndd import types
+
+
+def _diff(a: np.ndarray, b: np.ndarray) -> int:
+    return int(np.abs(a.astype(int) - b.astype(int)).max())
+
+
+def test_jpeg_rgb_matches_pillow(photos):
+    # Both use libjpeg-turbo with the accurate IDCT and smooth upsampling: tolerance 1.
+    for p in photos:
+        data = encode(p, "JPEG", quality=90)
+        out = as_np(ndd.decoders.image(data))
+        assert out.dtype == np.uint8 and out.shape == p.shape
+        assert _diff(out, pil_decode(data)) <= 1
+
+
+def test_sample_and_batch_mode_ragged(photos):
+    datas = [encode(p, "JPEG", quality=85) for p in photos]
+    batch = ndd.decoders.image(ndd.batch(datas))
+    assert isinstance(batch, ndd.Batch) and batch.layout == "HWC"
+    outs = as_np(batch)
+    assert [o.shape for o in outs] == [p.shape for p in photos]
+    for d, o in zip(datas, outs):
+        np.testing.assert_array_equal(o, as_np(ndd.decoders.image(d)))
+
+
+def test_gray_output_from_color_jpeg(photos):
+    data = encode(photos[0], "JPEG", quality=95)
+    out = as_np(ndd.decoders.image(data, output_type=types.GRAY))
+    assert out.shape == photos[0].shape[:2] + (1,)
+    # libjpeg takes the Y plane; Pillow computes BT.601 luma from RGB: rounding differs slightly.
+    ref = pil_decode(data, "L")
+    d = np.abs(out[..., 0].astype(int) - ref)
+    assert np.quantile(d, 0.999) <= 3 and d.mean() < 0.7
+
+
+def test_grayscale_jpeg(gray_photo):
+    data = encode(gray_photo, "JPEG", quality=90)
+    gray = as_np(ndd.decoders.image(data, output_type=types.GRAY))
+    assert _diff(gray[..., 0], pil_decode(data, "L")) == 0
+    rgb = as_np(ndd.decoders.image(data))
+    assert rgb.shape == gray_photo.shape + (3,)
+    np.testing.assert_array_equal(rgb, np.repeat(gray, 3, axis=2))
+    anyd = as_np(ndd.decoders.image(data, output_type=types.ANY_DATA))
+    assert anyd.shape == gray_photo.shape + (1,)
+
+
+def test_progressive_jpeg(photos):
+    data = encode(photos[1], "JPEG", quality=90, progressive=True)
+    assert _diff(as_np(ndd.decoders.image(data)), pil_decode(data)) <= 1
+
+
+def test_cmyk_jpeg(photos):
+    cmyk = Image.fromarray(photos[2]).convert("CMYK")
+    data = encode(cmyk, "JPEG", quality=95)
+    out = as_np(ndd.decoders.image(data))
+    ref = pil_decode(data, "RGB")
+    assert out.shape == ref.shape
+    assert _diff(out, ref) <= 2
+
+
+def test_png_with_alpha(photos, rng):
+    rgba = np.dstack([photos[0][:200, :300], rng.integers(0, 256, (200, 300), dtype=np.uint8)])
+    data = encode(rgba, "PNG")
+    np.testing.assert_array_equal(as_np(ndd.decoders.image(data, output_type=types.ANY_DATA)), rgba)
+    np.testing.assert_array_equal(as_np(ndd.decoders.image(data)), rgba[..., :3])
+    np.testing.assert_array_equal(as_np(ndd.decoders.image(data, output_type=types.BGR)), rgba[..., 2::-1])
+
+
+@pytest.mark.parametrize("fmt,kw", [("PNG", {}), ("BMP", {}), ("TIFF", {}), ("WEBP", {"lossless": True})])
+def test_lossless_formats(photos, fmt, kw):
+    p = photos[1]
+    np.testing.assert_array_equal(as_np(ndd.decoders.image(encode(p, fmt, **kw))), p)
+
+
+@pytest.mark.parametrize("orientation", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_exif_orientation(photos, orientation):
+    img = Image.fromarray(photos[1])
+    exif = Image.Exif()
+    exif[274] = orientation
+    data = encode(img, "JPEG", quality=95, exif=exif.tobytes())
+    ref = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(data.tobytes()))).convert("RGB"))
+    out = as_np(ndd.decoders.image(data))
+    assert out.shape == ref.shape
+    assert _diff(out, ref) <= 1
+    raw = as_np(ndd.decoders.image(data, adjust_orientation=False))
+    assert raw.shape == photos[1].shape
+
+
+def test_bgr_ycbcr_float(photos):
+    data = encode(photos[0], "JPEG", quality=90)
+    rgb = as_np(ndd.decoders.image(data)).astype(np.float64)
+    bgr = as_np(ndd.decoders.image(data, output_type=types.BGR))
+    assert _diff(bgr, rgb[..., ::-1]) <= 1
+    ycc = as_np(ndd.decoders.image(data, output_type=types.YCbCr)).astype(np.float64)
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    ref = np.stack([16 + 0.257 * r + 0.504 * g + 0.098 * b,
+                    128 - 0.148 * r - 0.291 * g + 0.439 * b,
+                    128 + 0.439 * r - 0.368 * g - 0.071 * b], axis=2)
+    assert np.abs(ycc - ref).max() <= 1.0
+    f = ndd.decoders.image(data, dtype=ndd.float32)
+    assert f.dtype == ndd.float32
+    np.testing.assert_allclose(as_np(f), rgb / 255, atol=1e-6)
+
+
+def test_corrupt_and_truncated_name_the_sample(photos):
+    good = encode(photos[0], "JPEG")
+    truncated = good[: good.size // 2]
+    with raises(ValueError, r"decoders.image.*sample 1.*(corrupt|truncated)"):
+        as_np(ndd.decoders.image(ndd.batch([good, truncated])))
+    png = encode(photos[0], "PNG")
+    with raises(ValueError, r"sample 2"):
+        as_np(ndd.decoders.image(ndd.batch([good, good, png[: png.size // 2]])))
+    with raises(ValueError, r"sample 0"):
+        as_np(ndd.decoders.image(np.frombuffer(b"not an image at all", np.uint8)))
+
+
+def test_bad_dtype_argument(photos):
+    with raises(ValueError, r"decoders.image.*'dtype'"):
+        ndd.decoders.image(encode(photos[0], "PNG"), dtype=ndd.int32)
+
+
+def test_image_crop(photos):
+    data = encode(photos[0], "PNG")
+    out = as_np(ndd.decoders.image_crop(data, crop=(100, 200), crop_pos_x=0.25, crop_pos_y=1.0))
+    y0, x0 = 512 - 100, round(0.25 * (512 - 200))
+    np.testing.assert_array_equal(out, photos[0][y0:y0 + 100, x0:x0 + 200])
+    with raises(ValueError, "outside"):
+        as_np(ndd.decoders.image_crop(data, crop=(600, 200)))
+
+
+def test_image_random_crop_deterministic_and_seven_words(photos):
+    datas = ndd.batch([encode(p, "PNG") for p in photos])
+    rng = ndd.random.RNG(seed=42)
+    before = rng._draws
+    a = as_np(ndd.decoders.image_random_crop(datas, rng=rng))
+    assert rng._draws - before == 7
+    b = as_np(ndd.decoders.image_random_crop(datas, rng=ndd.random.RNG(seed=42)))
+    for x, y, p in zip(a, b, photos):
+        np.testing.assert_array_equal(x, y)
+        assert x.shape[0] <= p.shape[0] and x.shape[1] <= p.shape[1]
+        assert 0.08 * p.shape[0] * p.shape[1] * 0.9 <= x.shape[0] * x.shape[1]
+    c = as_np(ndd.decoders.image_random_crop(datas, rng=rng))
+    assert any(x.shape != y.shape for x, y in zip(a, c))
+
+
+def test_imread(tmp_path, photos):
+    from ndd._imread import imread
+
+    paths = []
+    for i, p in enumerate(photos):
+        path = tmp_path / f"img{i}.png"
+        Image.fromarray(p).save(path)
+        paths.append(path)
+    np.testing.assert_array_equal(as_np(imread(str(paths[0]))), photos[0])
+    batch = imread(paths)
+    assert isinstance(batch, ndd.Batch)
+    for o, p in zip(as_np(batch), photos):
+        np.testing.assert_array_equal(o, p)
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 definitely not a jpeg")
+    with raises(ValueError, "bad.jpg"):
+        imread([paths[0], bad])

@@ -1,0 +1,369 @@
+"""resize, random_resized_crop, rotate, warp_affine, flip, crop against NumPy references.
+
+Tolerances: uint8 outputs within 1 of the float reference rounded (OpenCV and
+Pillow use fixed-point weights), 2 where Pillow rounds between its two passes;
+float32 outputs within 1e-3 (OpenCV) of the reference. Antialiased filters are
+compared away from the border (Pillow renormalises at edges, DALI clamps).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import ops_cpu_refs as refs
+import pytest
+from ops_cpu_helpers import as_np, raises, rand_image, smooth_image
+
+import ndd
+from ndd import types
+
+
+def _maxdiff(a, b) -> float:
+    return float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max())
+
+
+# -- resize: output size rules ---------------------------------------------------------
+
+@pytest.mark.parametrize("hw,kwargs,expected", [
+    ((720, 1280), {"size": (480, 640), "mode": "not_larger"}, (360, 640)),
+    ((480, 640), {"size": (1080, 1920), "mode": "not_smaller"}, (1440, 1920)),
+    ((600, 1200), {"size": 800, "mode": "not_smaller", "max_size": 1400}, (700, 1400)),
+    ((480, 640), {"size": (100, 100), "mode": "stretch"}, (100, 100)),
+    ((480, 640), {"size": (0, 320)}, (240, 320)),
+    ((480, 640), {"size": (0, 320), "mode": "stretch"}, (480, 320)),
+    ((480, 640), {"resize_x": 320}, (240, 320)),
+    ((480, 640), {"resize_y": 100, "resize_x": 50}, (100, 50)),
+    ((375, 500), {"resize_shorter": 256}, (256, 341)),
+    ((375, 500), {"resize_longer": 256}, (192, 256)),
+    ((100, 1000), {"resize_shorter": 50, "max_size": 300}, (30, 300)),
+    ((480, 640), {"size": (0, 1280), "max_size": (500, 2000)}, (500, 1280)),
+])
+def test_resize_output_size(hw, kwargs, expected):
+    x = np.zeros(hw + (1,), np.uint8)
+    assert ndd.resize(x, interp_type=types.INTERP_NN, **kwargs).shape == expected + (1,)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_resize_linear_upscale(rng, dtype):
+    img = rand_image(rng, 20, 30, 3, dtype)
+    out = as_np(ndd.resize(img, size=(50, 45), antialias=False))
+    assert out.dtype == dtype and out.shape == (50, 45, 3)
+    ref = refs.resample(img, (50, 45), "linear")
+    assert _maxdiff(out, ref) <= (1.0 if dtype == np.uint8 else 1e-3)
+
+
+def test_resize_nn_exact(rng):
+    img = rand_image(rng, 17, 23, 3)
+    for size in [(40, 50), (9, 7)]:
+        out = as_np(ndd.resize(img, size=size, interp_type=types.INTERP_NN))
+        np.testing.assert_array_equal(out, refs.resample(img, size, "nn"))
+
+
+@pytest.mark.parametrize("kind,interp", [("linear", types.INTERP_LINEAR), ("cubic", types.INTERP_CUBIC),
+                                         ("lanczos3", types.INTERP_LANCZOS3)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_resize_antialiased_downscale(rng, kind, interp, dtype):
+    img = smooth_image(rng, 120, 90, 3, dtype)
+    out = as_np(ndd.resize(img, size=(41, 33), interp_type=interp))
+    ref = refs.resample(img, (41, 33), kind, antialias=True)
+    # uint8: Pillow clips cubic/Lanczos overshoot to 0..255 between its two passes.
+    tol = (2 if kind == "linear" else 8) if dtype == np.uint8 else 1e-4
+    assert _maxdiff(out[4:-4, 4:-4], ref[4:-4, 4:-4]) <= tol
+
+
+@pytest.mark.parametrize("kind,interp", [("cubic", types.INTERP_CUBIC), ("lanczos3", types.INTERP_LANCZOS3)])
+def test_resize_upscale_cubic_lanczos_float(rng, kind, interp):
+    img = smooth_image(rng, 16, 12, 3, np.float32)
+    out = as_np(ndd.resize(img, size=(40, 30), interp_type=interp))
+    ref = refs.resample(img, (40, 30), kind)
+    assert _maxdiff(out[3:-3, 3:-3], ref[3:-3, 3:-3]) <= 2e-3
+
+
+def test_resize_no_antialias_downscale_cubic_and_gaussian(rng):
+    img = smooth_image(rng, 64, 64, 3, np.float32)
+    out = as_np(ndd.resize(img, size=(20, 20), interp_type=types.INTERP_CUBIC, antialias=False))
+    assert _maxdiff(out, refs.resample(img, (20, 20), "cubic", antialias=False)) <= 1e-4
+    g = as_np(ndd.resize(img, size=(20, 20), interp_type=types.INTERP_GAUSSIAN))
+    assert g.shape == (20, 20, 3) and np.isfinite(g).all()
+    # A Gaussian is a low-pass filter: smoother than NN of the same image.
+    nn = as_np(ndd.resize(img, size=(20, 20), interp_type=types.INTERP_NN))
+    assert np.abs(np.diff(g, axis=1)).mean() < np.abs(np.diff(nn, axis=1)).mean()
+
+
+def test_resize_roi_and_flip(rng):
+    img = rand_image(rng, 40, 60, 3)
+    crop = img[10:30, 5:45]
+    a = as_np(ndd.resize(img, size=(40, 80), roi_start=(10, 5), roi_end=(30, 45), antialias=False))
+    b = as_np(ndd.resize(crop, size=(40, 80), antialias=False))
+    # The filter reads pixels just outside the ROI (as DALI); the cropped input clamps instead.
+    assert _maxdiff(a[1:-1, 1:-1], b[1:-1, 1:-1]) <= 1
+    a = a[1:-1, 1:-1]
+    rel = as_np(ndd.resize(img, size=(40, 80), roi_start=(0.25, 5 / 60), roi_end=(0.75, 0.75),
+                           roi_relative=True, antialias=False))
+    assert _maxdiff(rel[1:-1, 1:-1], a) <= 1
+    flipped = as_np(ndd.resize(img, size=(40, 80), roi_start=(10, 45), roi_end=(30, 5), antialias=False))
+    assert _maxdiff(flipped[1:-1, 1:-1], a[:, ::-1]) <= 1
+    neg = as_np(ndd.resize(crop, resize_x=-80, resize_y=40, antialias=False))
+    assert _maxdiff(neg, b[:, ::-1]) <= 1
+
+
+def test_resize_fractional_scale_keeps_subpixel(rng):
+    img = smooth_image(rng, 30, 41, 3, np.float32)
+    out = as_np(ndd.resize(img, resize_shorter=20, antialias=False))
+    # 41 * 20 / 30 = 27.33 -> 27 columns; the ROI shrinks so the scale stays 1.5.
+    assert out.shape == (20, 27, 3)
+    w = 27 * 1.5
+    ref = refs.resample(img, (20, 27), "linear", lo=(0, (41 - w) / 2), hi=(30, (41 + w) / 2))
+    assert _maxdiff(out, ref) <= 0.02  # OpenCV's warpAffine interpolates at 1/32 pixel
+
+
+def test_resize_batch_per_sample_size_ragged_and_save_attrs(rng):
+    imgs = [rand_image(rng, 30, 40), rand_image(rng, 50, 20), rand_image(rng, 31, 31)]
+    sizes = ndd.batch([np.array([10, 20], np.float32), np.array([25, 5], np.float32),
+                       np.array([31, 31], np.float32)])
+    out, attrs = ndd.resize(ndd.batch(imgs), size=sizes, save_attrs=True)
+    got = as_np(out)
+    assert [o.shape[:2] for o in got] == [(10, 20), (25, 5), (31, 31)]
+    assert [tuple(a) for a in as_np(attrs)] == [(10, 20), (25, 5), (31, 31)]
+    for img, o in zip(imgs, got):
+        np.testing.assert_array_equal(o, as_np(ndd.resize(img, size=o.shape[:2])))
+    np.testing.assert_array_equal(got[2], imgs[2])
+
+
+def test_resize_dtype_float(rng):
+    img = rand_image(rng, 20, 20)
+    out = ndd.resize(img, size=(10, 10), dtype=ndd.float32)
+    assert out.dtype == ndd.float32
+    ref = as_np(ndd.resize(img.astype(np.float32), size=(10, 10)))
+    assert _maxdiff(as_np(out), ref) <= 1.0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"size": (-3, 4)}, "'size' must be non-negative"),
+    ({"resize_shorter": -1}, "'resize_shorter' must be non-negative"),
+    ({"size": (10, 10), "interp_type": 17}, "'interp_type'"),
+    ({"size": (10, 10), "mode": "bogus"}, "'mode' must be one of"),
+    ({"resize_shorter": 10, "resize_longer": 10}, "mutually exclusive"),
+    ({"size": (10, 10), "resize_x": 5}, "exactly one way"),
+    ({}, "exactly one way"),
+    ({"size": (10, 10), "dtype": ndd.int16}, "'dtype'"),
+])
+def test_resize_bad_arguments(kwargs, match):
+    with raises(ValueError, r"Operator `resize`.*" + match):
+        as_np(ndd.resize(np.zeros((8, 8, 3), np.uint8), **kwargs))
+
+
+def test_resize_wrong_layout():
+    x = ndd.as_tensor(np.zeros((3, 8, 8), np.uint8), layout="CHW")
+    with raises(ValueError, r"resize.*layout"):
+        ndd.resize(x, size=(4, 4))
+
+
+# -- random_resized_crop ---------------------------------------------------------------
+
+def test_random_resized_crop(photos):
+    b = ndd.batch(photos)
+    rng = ndd.random.RNG(seed=7)
+    a = ndd.random_resized_crop(b, size=(64, 48), rng=rng)
+    assert rng._draws == 7
+    c = ndd.random_resized_crop(b, size=(64, 48), rng=ndd.random.RNG(seed=7))
+    for x, y in zip(as_np(a), as_np(c)):
+        assert x.shape == (64, 48, 3)
+        np.testing.assert_array_equal(x, y)
+    # The full-area window of the right aspect ratio is the whole image: same as resize.
+    img = photos[0]
+    whole = as_np(ndd.random_resized_crop(img, size=(64, 64), random_area=(1.0, 1.0), random_aspect_ratio=(1, 1)))
+    np.testing.assert_array_equal(whole, as_np(ndd.resize(img, size=(64, 64))))
+
+
+def test_random_resized_crop_bad_args():
+    with raises(ValueError, r"random_resized_crop.*'random_area'"):
+        ndd.random_resized_crop(np.zeros((8, 8, 3), np.uint8), size=(4, 4), random_area=(0.5, 0.1))
+
+
+# -- rotate ----------------------------------------------------------------------------
+
+def _rotate_ref(img, angle, out_hw, fill):
+    h, w = img.shape[:2]
+    a = math.radians(angle)
+    ys, xs = np.mgrid[0:out_hw[0], 0:out_hw[1]] + 0.5
+    dx, dy = xs - out_hw[1] / 2, ys - out_hw[0] / 2
+    sx = w / 2 + math.cos(a) * dx - math.sin(a) * dy
+    sy = h / 2 + math.sin(a) * dx + math.cos(a) * dy
+    return refs.bilinear_sample(img, sx, sy, fill)
+
+
+def test_rotate_right_angles_exact(rng):
+    img = rand_image(rng, 10, 20, 3)
+    np.testing.assert_array_equal(as_np(ndd.rotate(img, angle=0)), img)
+    r90 = as_np(ndd.rotate(img, angle=90))
+    assert r90.shape == (20, 10, 3)
+    np.testing.assert_array_equal(r90, np.rot90(img, 1))
+    np.testing.assert_array_equal(as_np(ndd.rotate(img, angle=180)), np.rot90(img, 2))
+    np.testing.assert_array_equal(as_np(ndd.rotate(img, angle=-90)), np.rot90(img, 3))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("angle", [17.0, -40.0, 123.0])
+def test_rotate_matches_reference(rng, dtype, angle):
+    img = smooth_image(rng, 31, 46, 3, dtype)
+    out = as_np(ndd.rotate(img, angle=angle, fill_value=0))
+    ref = _rotate_ref(img, angle, out.shape[:2], 0.0)
+    tol = 1.0 if dtype == np.uint8 else 0.02  # OpenCV interpolates at 1/32 pixel
+    assert out.dtype == dtype
+    assert np.quantile(np.abs(out - ref), 0.99) <= tol
+
+
+def test_rotate_canvas_size_and_keep_size(rng):
+    img = rand_image(rng, 28, 28, 1)
+    assert as_np(ndd.rotate(img, angle=30)).shape == (40, 40, 1)  # ceil(38.25) = 39 -> even like 28
+    img = smooth_image(rng, 20, 36, 3)
+    k = as_np(ndd.rotate(img, angle=90, keep_size=True, fill_value=0))
+    assert k.shape == (20, 36, 3)
+    ref = _rotate_ref(img, 90, (20, 36), 0.0)
+    assert _maxdiff(k, ref) <= 1
+    s = as_np(ndd.rotate(img, angle=45, size=(11, 13)))
+    assert s.shape == (11, 13, 3)
+
+
+def test_rotate_batch_per_sample_angles(rng):
+    digits = rng.integers(0, 256, (64, 28, 28, 1), dtype=np.uint8)
+    angles = rng.uniform(-30, 30, 64).astype(np.float32)
+    out = as_np(ndd.rotate(ndd.batch(list(digits)), angle=ndd.batch(list(angles)), keep_size=True))
+    for i in (0, 17, 63):
+        np.testing.assert_array_equal(out[i], as_np(ndd.rotate(digits[i], angle=float(angles[i]), keep_size=True)))
+    ragged = [rand_image(rng, 10, 20), rand_image(rng, 7, 5)]
+    r = as_np(ndd.rotate(ndd.batch(ragged), angle=ndd.batch([np.float32(90), np.float32(180)])))
+    np.testing.assert_array_equal(r[0], np.rot90(ragged[0]))
+    np.testing.assert_array_equal(r[1], np.rot90(ragged[1], 2))
+
+
+def test_rotate_border_clamp_without_fill(rng):
+    img = np.full((10, 10, 1), 200, np.uint8)
+    out = as_np(ndd.rotate(img, angle=45))
+    assert (out == 200).all()  # border replicated, no black corners
+    out = as_np(ndd.rotate(img, angle=45, fill_value=7))
+    assert out[0, 0, 0] == 7
+
+
+def test_rotate_bad_arguments():
+    x = np.zeros((8, 8, 3), np.uint8)
+    with raises(ValueError, r"rotate.*'interp_type'"):
+        ndd.rotate(x, angle=10, interp_type=types.INTERP_LANCZOS3)
+    with raises(ValueError, r"rotate.*'size'"):
+        ndd.rotate(x, angle=10, size=(-1, 4))
+    with raises(TypeError, "angle"):
+        ndd.rotate(x)
+
+
+# -- warp_affine -----------------------------------------------------------------------
+
+def test_warp_affine(rng):
+    img = smooth_image(rng, 30, 40, 3, np.float32)
+    np.testing.assert_allclose(as_np(ndd.warp_affine(img, matrix=[1, 0, 0, 0, 1, 0])), img, atol=1e-6)
+    m = np.array([[0.9, 0.2, 3.0], [-0.1, 1.1, -2.0]])
+    out = as_np(ndd.warp_affine(img, matrix=m.ravel().tolist(), fill_value=0.0, size=(25, 35)))
+    ys, xs = np.mgrid[0:25, 0:35] + 0.5
+    ref = refs.bilinear_sample(img, m[0, 0] * xs + m[0, 1] * ys + m[0, 2], m[1, 0] * xs + m[1, 1] * ys + m[1, 2], 0.0)
+    assert np.quantile(np.abs(out - ref), 0.99) <= 0.02
+    inv = np.linalg.inv(np.vstack([m, [0, 0, 1]]))[:2]
+    fwd = as_np(ndd.warp_affine(img, matrix=inv.ravel().tolist(), inverse_map=False, fill_value=0.0, size=(25, 35)))
+    assert _maxdiff(fwd, out) <= 1e-3
+    via_input = as_np(ndd.warp_affine(img, m.astype(np.float32), fill_value=0.0, size=(25, 35)))
+    assert _maxdiff(via_input, out) <= 1e-3
+
+
+def test_warp_affine_translate_nn_per_sample(rng):
+    imgs = [rand_image(rng, 12, 12), rand_image(rng, 12, 12)]
+    mats = ndd.batch([np.array([1, 0, 2, 0, 1, 0], np.float32), np.array([1, 0, 0, 0, 1, 3], np.float32)])
+    out = as_np(ndd.warp_affine(ndd.batch(imgs), matrix=mats, interp_type=types.INTERP_NN, fill_value=0))
+    np.testing.assert_array_equal(out[0][:, :10], imgs[0][:, 2:])
+    np.testing.assert_array_equal(out[1][:9], imgs[1][3:])
+    assert (out[1][9:] == 0).all()
+
+
+def test_warp_affine_bad_matrix():
+    with raises(ValueError, r"warp_affine.*'matrix'"):
+        ndd.warp_affine(np.zeros((4, 4, 1), np.uint8), matrix=[1, 0, 0])
+
+
+# -- flip ------------------------------------------------------------------------------
+
+def test_flip_per_sample_and_layouts(rng):
+    imgs = [rand_image(rng, 6, 9) for _ in range(4)]
+    h = ndd.batch([np.int32(v) for v in (1, 0, 1, 0)])
+    v = ndd.batch([np.int32(v) for v in (0, 0, 1, 1)])
+    out = as_np(ndd.flip(ndd.batch(imgs), horizontal=h, vertical=v))
+    for img, o, hh, vv in zip(imgs, out, (1, 0, 1, 0), (0, 0, 1, 1)):
+        ref = img[:, ::-1] if hh else img
+        ref = ref[::-1] if vv else ref
+        np.testing.assert_array_equal(o, ref)
+    np.testing.assert_array_equal(as_np(ndd.flip(imgs[0])), imgs[0][:, ::-1])
+    ragged = [rand_image(rng, 3, 4), rand_image(rng, 5, 2)]
+    r = as_np(ndd.flip(ndd.batch(ragged), vertical=1, horizontal=0))
+    np.testing.assert_array_equal(r[1], ragged[1][::-1])
+    chw = ndd.as_tensor(np.ascontiguousarray(imgs[0].transpose(2, 0, 1)), layout="CHW")
+    np.testing.assert_array_equal(as_np(ndd.flip(chw)), imgs[0].transpose(2, 0, 1)[:, :, ::-1])
+
+
+# -- crop ------------------------------------------------------------------------------
+
+def test_crop_in_bounds_and_anchor(rng):
+    img = rand_image(rng, 40, 50)
+    np.testing.assert_array_equal(as_np(ndd.crop(img, crop=(20, 30))), img[10:30, 10:40])
+    np.testing.assert_array_equal(as_np(ndd.crop(img, crop_h=10, crop_w=8, crop_pos_x=0, crop_pos_y=1)),
+                                  img[30:40, 0:8])
+    out = as_np(ndd.crop(img, crop_w=21, crop_h=21, crop_pos_x=0.5, crop_pos_y=0.5, rounding="truncate"))
+    np.testing.assert_array_equal(out, img[9:30, 14:35])
+    batch = as_np(ndd.crop(ndd.batch([img, img]), crop=(4, 4),
+                           crop_pos_x=ndd.batch([np.float32(0), np.float32(1)])))
+    np.testing.assert_array_equal(batch[0], img[18:22, :4])
+    np.testing.assert_array_equal(batch[1], img[18:22, 46:])
+    f = ndd.crop(img, crop=(4, 4), dtype=ndd.float32)
+    assert f.dtype == ndd.float32
+
+
+def test_crop_out_of_bounds_policies(rng):
+    img = rand_image(rng, 10, 12)
+    with raises(ValueError, r"crop.*outside.*out_of_bounds_policy"):
+        as_np(ndd.crop(img, crop=(14, 8)))
+    pad = as_np(ndd.crop(img, crop=(14, 8), crop_pos_y=0.5, out_of_bounds_policy="pad", fill_values=(1, 2, 3)))
+    assert pad.shape == (14, 8, 3)
+    np.testing.assert_array_equal(pad[2:12], img[:, 2:10])
+    np.testing.assert_array_equal(pad[0, 0], [1, 2, 3])
+    np.testing.assert_array_equal(pad[13, 7], [1, 2, 3])
+    trim = as_np(ndd.crop(img, crop=(14, 8), out_of_bounds_policy="trim_to_shape"))
+    np.testing.assert_array_equal(trim, img[:, 2:10])
+    far = as_np(ndd.crop(img, crop=(4, 4), crop_pos_x=2.0, out_of_bounds_policy="pad"))
+    assert (far == 0).all()
+
+
+def test_crop_chw_and_bad_args(rng):
+    img = rand_image(rng, 10, 12)
+    chw = ndd.as_tensor(np.ascontiguousarray(img.transpose(2, 0, 1)), layout="CHW")
+    np.testing.assert_array_equal(as_np(ndd.crop(chw, crop=(4, 6))), img[3:7, 3:9].transpose(2, 0, 1))
+    with raises(ValueError, r"crop.*'crop'"):
+        ndd.crop(img, crop=(4, 4), crop_w=3)
+    with raises(ValueError, r"crop.*'crop' must be non-negative"):
+        ndd.crop(img, crop=(-4, 4))
+    with raises(ValueError, r"crop.*'out_of_bounds_policy'"):
+        ndd.crop(img, crop=(4, 4), out_of_bounds_policy="wrap")
+    with raises(ValueError, r"crop.*'fill_values'"):
+        as_np(ndd.crop(img, crop=(20, 4), out_of_bounds_policy="pad", fill_values=(1, 2)))
+
+
+@pytest.mark.parametrize("interp", [types.INTERP_NN, types.INTERP_LINEAR])
+def test_resize_uniform_small_batch_matches_sample_mode(rng, interp):
+    digits = [rand_image(rng, 28, 28, 1) for _ in range(64)]
+    out = as_np(ndd.resize(ndd.batch(digits), size=(56, 40), interp_type=interp))
+    for i in (0, 31, 63):
+        np.testing.assert_array_equal(out[i], as_np(ndd.resize(digits[i], size=(56, 40), interp_type=interp)))
+
+
+def test_resize_mixed_axes_antialias(rng):
+    # Height shrinks (TRIANGULAR), width grows (LINEAR).
+    img = smooth_image(rng, 60, 20, 3)
+    out = as_np(ndd.resize(img, size=(25, 47)))
+    ref = refs.resample(img, (25, 47), "linear", antialias=True)
+    assert _maxdiff(out[3:-3, 3:-3], ref[3:-3, 3:-3]) <= 2

@@ -1,0 +1,188 @@
+"""crop_mirror_normalize, normalize, brightness_contrast, hsv, color_twist against NumPy/OpenCV.
+
+Tolerances: float32 outputs within 1e-4 (relative 1e-5) of a float64 NumPy
+reference; uint8 outputs within 1 (rounding).
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from ops_cpu_helpers import as_np, raises, rand_image
+
+import ndd
+from ndd import types
+
+MEAN = np.array([0.485, 0.456, 0.406]) * 255
+STD = np.array([0.229, 0.224, 0.225]) * 255
+
+
+def _cmn_ref(img, y0, x0, h, w, mirror, mean, std, scale=1.0, shift=0.0):
+    x = img[y0:y0 + h, x0:x0 + w].astype(np.float64)
+    if mirror:
+        x = x[:, ::-1]
+    return (x - mean) / std * scale + shift
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_cmn_batch_mirror_per_sample_chw(rng, dtype):
+    imgs = [rand_image(rng, 40, 50, 3, dtype) for _ in range(4)]
+    mirror = [0, 1, 1, 0]
+    out = ndd.crop_mirror_normalize(ndd.batch(imgs), crop=(20, 30), mean=MEAN.tolist(), std=STD.tolist(),
+                                    mirror=ndd.batch([np.int32(m) for m in mirror]))
+    assert out.layout == "CHW" and out.dtype == ndd.float32
+    for img, o, m in zip(imgs, as_np(out), mirror):
+        ref = _cmn_ref(img, 10, 10, 20, 30, m, MEAN, STD).transpose(2, 0, 1)
+        np.testing.assert_allclose(o, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_cmn_hwc_scale_shift_fp16_uint8(rng):
+    img = rand_image(rng, 32, 32)
+    out = as_np(ndd.crop_mirror_normalize(img, mean=[128.0], std=[64.0], scale=2.0, shift=0.5, output_layout="HWC"))
+    np.testing.assert_allclose(out, _cmn_ref(img, 0, 0, 32, 32, 0, 128.0, 64.0, 2.0, 0.5), rtol=1e-5, atol=1e-4)
+    half = ndd.crop_mirror_normalize(img, mean=[128.0], std=[64.0], dtype=ndd.float16)
+    assert as_np(half).dtype == np.float16
+    u8 = as_np(ndd.crop_mirror_normalize(img, mean=[0.0], std=[2.0], dtype=ndd.uint8, output_layout="HWC"))
+    assert np.abs(u8.astype(int) - img / 2).max() <= 0.5
+
+
+def test_cmn_ragged_per_sample_mean_pad_output(rng):
+    imgs = [rand_image(rng, 30, 40), rand_image(rng, 25, 25)]
+    means = ndd.batch([np.array([1, 2, 3], np.float32), np.array([10, 20, 30], np.float32)])
+    out = as_np(ndd.crop_mirror_normalize(ndd.batch(imgs), crop=(10, 12), mean=means, std=[2.0],
+                                          pad_output=True, mirror=1))
+    for img, o, m in zip(imgs, out, ([1, 2, 3], [10, 20, 30])):
+        h, w = img.shape[:2]
+        y0, x0 = int(0.5 * (h - 10) + 0.5), int(0.5 * (w - 12) + 0.5)  # DALI rounds halves up
+        assert o.shape == (4, 10, 12)
+        np.testing.assert_allclose(o[:3], _cmn_ref(img, y0, x0, 10, 12, 1, np.array(m), 2.0).transpose(2, 0, 1),
+                                   rtol=1e-5, atol=1e-4)
+        assert (o[3] == 0).all()
+    dense = as_np(ndd.crop_mirror_normalize(ndd.batch([imgs[1], imgs[1]]), pad_output=True, output_layout="HWC"))
+    assert dense[0].shape == (25, 25, 4) and (dense[0][..., 3] == 0).all()
+
+
+def test_cmn_out_of_bounds_pad(rng):
+    img = rand_image(rng, 10, 10)
+    with raises(ValueError, "crop_mirror_normalize.*outside"):
+        as_np(ndd.crop_mirror_normalize(img, crop=(12, 12)))
+    out = as_np(ndd.crop_mirror_normalize(img, crop=(12, 12), out_of_bounds_policy="pad", fill_values=[-1.0],
+                                          output_layout="HWC", mean=[100.0]))
+    assert out.shape == (12, 12, 3)
+    assert (out[0] == -1).all() and (out[:, 0] == -1).all()
+    np.testing.assert_allclose(out[1:11, 1:11], img - 100.0)
+
+
+def test_cmn_bad_arguments(rng):
+    img = rand_image(rng, 10, 10)
+    with raises(ValueError, r"crop_mirror_normalize.*'mean'.*2 values.*3 channel"):
+        as_np(ndd.crop_mirror_normalize(img, mean=[1.0, 2.0]))
+    with raises(ValueError, r"crop_mirror_normalize.*'mean' and 'std'"):
+        ndd.crop_mirror_normalize(img, mean=[1.0, 2.0], std=[1.0, 2.0, 3.0])
+    with raises(ValueError, r"crop_mirror_normalize.*'output_layout'"):
+        ndd.crop_mirror_normalize(img, output_layout="NCHW")
+    with raises(ValueError, r"crop_mirror_normalize.*'std'"):
+        ndd.crop_mirror_normalize(img, std=[0.0])
+
+
+def test_normalize(rng):
+    x = rng.random((8, 10, 3), dtype=np.float32) * 5
+    out = as_np(ndd.normalize(x))
+    np.testing.assert_allclose(out, (x - x.mean()) / x.std(), rtol=1e-4, atol=1e-4)
+    out = as_np(ndd.normalize(x, axes=[0, 1], scale=2.0, shift=1.0, ddof=1, epsilon=0.5))
+    m = x.mean(axis=(0, 1), keepdims=True)
+    v = x.var(axis=(0, 1), keepdims=True, ddof=1)
+    np.testing.assert_allclose(out, 2 * (x - m) / np.sqrt(v + 0.5) + 1, rtol=1e-4, atol=1e-4)
+    t = ndd.as_tensor(x, layout="HWC")
+    np.testing.assert_allclose(as_np(ndd.normalize(t, axis_names="HW")), (x - m) / x.std(axis=(0, 1), keepdims=True),
+                               rtol=1e-4, atol=1e-4)
+    given = as_np(ndd.normalize(x, mean=[1.0], stddev=[2.0]))
+    np.testing.assert_allclose(given, (x - 1) / 2, rtol=1e-5, atol=1e-5)
+    u8 = rand_image(rng, 6, 6)
+    assert ndd.normalize(u8).dtype == ndd.float32
+
+
+def test_normalize_batch_mode(rng):
+    xs = [rng.random((4, 5), dtype=np.float32), rng.random((7, 5), dtype=np.float32)]
+    out = as_np(ndd.normalize(ndd.batch(xs), axes=[0], batch=True))
+    allx = np.concatenate(xs)
+    m, s = allx.mean(axis=0), allx.std(axis=0)
+    for x, o in zip(xs, out):
+        np.testing.assert_allclose(o, (x - m) / s, rtol=1e-4, atol=1e-4)
+    per = as_np(ndd.normalize(ndd.batch(xs), axes=[0]))
+    np.testing.assert_allclose(per[1], (xs[1] - xs[1].mean(0)) / xs[1].std(0), rtol=1e-4, atol=1e-4)
+    with raises(ValueError, r"normalize.*'axes'"):
+        ndd.normalize(xs[0], axes=[5])
+    with raises(ValueError, r"normalize.*'ddof'"):
+        ndd.normalize(xs[0], ddof=-1)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_brightness_contrast(rng, dtype):
+    img = rand_image(rng, 16, 16, 3, dtype)
+    half, rng_max = (128.0, 255.0) if dtype == np.uint8 else (0.5, 1.0)
+    out = as_np(ndd.brightness_contrast(img, brightness=1.2, contrast=0.7, brightness_shift=0.1))
+    ref = 0.1 * rng_max + 1.2 * (half + 0.7 * (img.astype(np.float64) - half))
+    if dtype == np.uint8:
+        assert np.abs(out - np.clip(ref, 0, 255)).max() <= 0.5 + 1e-9
+    else:
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    imgs = [img, img]
+    per = as_np(ndd.brightness_contrast(ndd.batch(imgs), contrast_center=ndd.batch([np.float32(0), np.float32(50)]),
+                                        contrast=2.0))
+    ref0 = np.clip(2.0 * img, 0, 255) if dtype == np.uint8 else 2.0 * img  # floats are not clamped
+    assert np.abs(per[0].astype(float) - ref0).max() <= 0.5 + 1e-6
+    f = ndd.brightness_contrast(rand_image(rng, 4, 4), dtype=ndd.float32)
+    assert f.dtype == ndd.float32 and as_np(f).max() <= 1.0
+
+
+def test_hsv_identity_and_gray(photos):
+    img = photos[1][:64, :64]
+    np.testing.assert_array_equal(as_np(ndd.hsv(img)), img)
+    assert np.abs(as_np(ndd.hsv(img, hue=360.0)).astype(int) - img).max() <= 1
+    gray = as_np(ndd.hsv(img, saturation=0.0))
+    ref = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    for c in range(3):
+        assert np.abs(gray[..., c].astype(int) - ref).max() <= 1
+    darker = as_np(ndd.hsv(img.astype(np.float32) / 255, value=0.5))
+    np.testing.assert_allclose(darker, img / 255 * 0.5, atol=1e-5)
+
+
+def test_hsv_hue_rotation_matches_yiq_formula(rng):
+    img = rng.random((8, 8, 3), dtype=np.float32)
+    out = as_np(ndd.hsv(img, hue=90.0, saturation=1.5))
+    yiq = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]])
+    q = img.astype(np.float64) @ yiq.T
+    i2 = 1.5 * (q[..., 1] * 0 - q[..., 2] * 1)
+    q2 = 1.5 * (q[..., 1] * 1 + q[..., 2] * 0)
+    ref = np.stack([q[..., 0], i2, q2], -1) @ np.linalg.inv(yiq).T
+    np.testing.assert_allclose(out, ref, atol=1e-5)
+
+
+def test_color_twist(photos, rng):
+    img = photos[0][:32, :32]
+    np.testing.assert_array_equal(as_np(ndd.color_twist(img)), img)
+    out = as_np(ndd.color_twist(img, brightness=1.1, contrast=0.8))
+    ref = 1.1 * (0.8 * (img.astype(float) - 128) + 128)
+    assert np.abs(out - np.clip(ref, 0, 255)).max() <= 0.5 + 1e-6
+    rgb = as_np(ndd.color_twist(img, hue=40.0, saturation=0.6))
+    bgr = as_np(ndd.color_twist(np.ascontiguousarray(img[..., ::-1]), hue=40.0, saturation=0.6,
+                                image_type=types.BGR))
+    assert np.abs(rgb.astype(int) - bgr[..., ::-1]).max() <= 1
+    batch = as_np(ndd.color_twist(ndd.batch([img, img]), saturation=ndd.batch([np.float32(1), np.float32(0)])))
+    np.testing.assert_array_equal(batch[0], img)
+    assert np.abs(batch[1].astype(int) - cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)[..., None]).max() <= 1
+    with raises(ValueError, r"color_twist.*'image_type'"):
+        ndd.color_twist(img, image_type=types.GRAY)
+    with raises(ValueError, r"color_twist.*'brightness'"):
+        ndd.color_twist(img, brightness=-1.0)
+
+
+def test_cmn_uniform_batch_matches_sample_mode(rng):
+    imgs = [rand_image(rng, 28, 28, 1) for _ in range(16)]
+    out = ndd.crop_mirror_normalize(ndd.batch(imgs), crop=(24, 24), mean=[33.0], std=[78.0],
+                                    mirror=ndd.batch([np.int32(i % 2) for i in range(16)]))
+    for i, o in enumerate(as_np(out)):
+        np.testing.assert_array_equal(o, as_np(ndd.crop_mirror_normalize(imgs[i], crop=(24, 24), mean=[33.0],
+                                                                        std=[78.0], mirror=i % 2)))
