@@ -152,3 +152,16 @@ def test_default_rng_is_per_thread():
         t.join()
     ref = [t.item() for t in ndd.random.uniform(batch_size=50, rng=ndd.random.RNG(42))]
     assert all(v == ref for v in results.values())
+
+
+@pytest.mark.parametrize("op,arg,value", [
+    (ndd.random.uniform, "range", [-2.0, 3.0]),
+    (ndd.random.normal, "stddev", 2.5),
+    (ndd.random.coin_flip, "probability", 0.3),
+])
+def test_dense_and_per_sample_paths_agree(op, arg, value):
+    dense = op(batch_size=6, shape=[5], rng=ndd.random.RNG(8), **{arg: value})
+    per_sample_value = ndd.batch([np.asarray(value, np.float32)] * 6)
+    ragged = op(batch_size=6, shape=[5], rng=ndd.random.RNG(8), **{arg: per_sample_value})
+    assert dense._batch_data().dense is not None
+    np.testing.assert_array_equal(np.stack(as_np(dense)), np.stack(as_np(ragged)))

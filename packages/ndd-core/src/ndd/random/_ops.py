@@ -13,6 +13,7 @@ variable number of draws, which stays inside the call).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,8 +62,13 @@ def _infer(default: _dtype.DType, like: int | None):
 
 
 def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, words_per_value: int,
-          make) -> list[np.ndarray]:
-    """Split one draw of words into per-sample arrays and convert them with ``make``."""
+          make, uniform_args: tuple[str, ...] = ()) -> Any:
+    """Split one draw of words into per-sample arrays and convert them with ``make``.
+
+    When every sample has the same shape and the arguments named in ``uniform_args``
+    are constants, ``make(0, all_words)`` converts the whole batch at once (elementwise
+    transforms give the same values either way) and the result is one dense array.
+    """
     n = ctx.batch_size
     shapes = [_shape_of(args, inputs, i, like) for i in range(n)]
     for s in shapes:
@@ -70,6 +76,8 @@ def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, 
     sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
     sub = RNG.from_words(ctx.random_state)
     words = sub.draw_words(sum(sizes) * words_per_value)
+    if n and all(s == shapes[0] for s in shapes) and not any(args.is_per_sample(a) for a in uniform_args):
+        return np.asarray(make(0, words)).reshape((n,) + shapes[0])
     out, start = [], 0
     for i, (s, k) in enumerate(zip(shapes, sizes)):
         w = words[start * words_per_value:(start + k) * words_per_value]
@@ -93,7 +101,7 @@ def _uniform(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
         lo, hi = (float(v) for v in np.asarray(args.sample("range", i), np.float32).reshape(-1))
         return _philox.uniform(w, np.float32(lo), np.float32(hi)).astype(npd)
 
-    return _fill(ctx, inputs, args, 0, 1, uni)
+    return _fill(ctx, inputs, args, 0, 1, uni, ("range",))
 
 
 def _validate_common(op: str, args: dict) -> None:
@@ -125,7 +133,7 @@ def _normal(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
         std = np.float32(args.sample("stddev", i))
         return (mean + std * z).astype(npd)
 
-    return _fill(ctx, inputs, args, 0, 2, nrm)
+    return _fill(ctx, inputs, args, 0, 2, nrm, ("mean", "stddev"))
 
 
 def _coin_flip(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
@@ -137,7 +145,7 @@ def _coin_flip(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
             raise ValueError(f"Operator `{ctx.op}`: argument 'probability' must be in [0, 1], got {p} (sample {i})")
         return (_philox.to_unit_float32(w) < np.float32(p)).astype(npd)
 
-    return _fill(ctx, inputs, args, 0, 1, flip)
+    return _fill(ctx, inputs, args, 0, 1, flip, ("probability",))
 
 
 def _choice(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
