@@ -57,7 +57,14 @@ def _package_session(key: str, extra: tuple[str, ...] = ()) -> None:
 _package_session("ops_cpu", extra=("scikit-image",))
 _package_session("ops_cuda")
 _package_session("readers", extra=("protobuf",))
-_package_session("capture")
+_package_session("capture", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"]))
+
+
+@nox.session(python=OTHER_PYS)
+def test_capture_pythons(session: nox.Session) -> None:
+    """Capture on the other Python versions: call sites and source analysis differ per version."""
+    session.install("pytest", CORE, PACKAGES["capture"], PACKAGES["readers"], PACKAGES["ops_cpu"])
+    _pytest(session, f"{PACKAGES['capture']}/tests")
 _package_session("checkpoint")
 
 
@@ -85,7 +92,8 @@ def layering(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Everything that passes on a CPU-only machine."""
     for name in ("lint", "layering", "test_core", *(f"test_core_pythons-{v}" for v in OTHER_PYS),
-                 *(f"test_{k}" for k in PACKAGES), "test_cross"):
+                 *(f"test_{k}" for k in PACKAGES), *(f"test_capture_pythons-{v}" for v in OTHER_PYS),
+                 "test_cross"):
         session.notify(name)
 
 

@@ -113,6 +113,8 @@ def test_hook_observes_and_replaces():
             return "answered by hook"
         return plugins.invoke(schema, inputs, kwargs)
 
+    previous = plugins.get_op_call_hook()  # a capture extension may have installed one
+    plugins.set_op_call_hook(None)
     plugins.set_op_call_hook(hook)
     try:
         assert ndd.cast(ndd.tensor([1]), dtype=ndd.int8) == "answered by hook"
@@ -122,8 +124,9 @@ def test_hook_observes_and_replaces():
             plugins.set_op_call_hook(lambda *a: None)
     finally:
         plugins.set_op_call_hook(None)
+        assert plugins.get_op_call_hook() is None
+        plugins.set_op_call_hook(previous)
     assert seen == [("cast", ["dtype"]), ("cast", ["dtype"])]
-    assert plugins.get_op_call_hook() is None
 
 
 def test_random_tensor_in_batch_context_warns():

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _dispatch
 from ._batch import Batch
 from ._construct import batch as make_batch
 from ._construct import tensor as make_tensor
@@ -147,10 +148,13 @@ class ExternalSource:
         """Pull one item: a Tensor (or a Batch when the item is a batch or ``batch_size`` is given)."""
         if self._role == ROOT:
             raise RuntimeError("This ExternalSource is already used in a capture-mode loop")
-        if self._role == FEEDER or self._owner is not None:
+        if _dispatch.op_call_hook is not None or self._role == FEEDER:
+            # A capture extension is active: it decides whether this is a feeder read.
             from ._plugins import extension
 
-            return extension("capture").feed(self, batch_size)
+            out = extension("capture").feed(self, batch_size)
+            if out is not NotImplemented:
+                return out
         self._role = EAGER
         return self._convert(self._next_item(), batch_size)
 

@@ -175,6 +175,8 @@ class Reader:
             self._lock_mode("capture")
             if batch_size is None and self._max_batch_size is None:
                 raise ValueError("capture=True requires a non-None batch_size.")
+            if batch_size is not None and self._batch_size not in (None, batch_size):
+                raise ValueError(f"Cannot change batch_size from {self._batch_size} to {batch_size}")
             bs = self._lock_batch_size(batch_size)
             from ._plugins import extension
 

@@ -1,0 +1,743 @@
+"""The capture-mode loop: trace the first step, then answer calls from a prefetching pipeline.
+
+Flow of a reader loop (``reader.next_epoch(batch_size=B, capture=True)``):
+
+1. **Trace** (first step ever): the reader's batch is read eagerly, wrapped as
+   :class:`CapturedBatch` and yielded. While the body runs, every operator call on this
+   thread reaches :meth:`CaptureLoop.on_call` through core's op-call hook; it runs
+   eagerly and is recorded as a node when all its inputs and arguments are captured
+   batches of this step, invariant-marked, or proven constant from the source.
+2. **Build**: the nodes form the graph; a :class:`~._pipeline.Worker` pulls the next
+   source items and computes every node ``depth`` steps ahead.
+3. **Replay**: a call at a captured site with matching arguments returns the
+   precomputed result; anything else runs eagerly (and is reported).
+
+Call sites are identified by the chain of ``(code, instruction offset)`` pairs from
+the calling frame up to the frame that runs the ``for`` loop, so one helper reached
+by two paths gives two sites.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ndd import Device, EvalContext, EvalMode
+from ndd._batch import Batch
+from ndd._dispatch import invoke
+from ndd._eval import _is_internal
+from ndd.random._rng import LIVE_RNGS, RNG, get_default_rng
+
+from ._invariant import is_invariant, unwrap_invariants
+from ._pipeline import END, Failure, Worker
+from ._report import CaptureReport, Fallback, SiteRecord
+from ._source_analysis import analyze_call
+
+_tls = threading.local()
+RNG_ERROR = ("The RNG of a captured operator was used unexpectedly: the number of random draws per "
+             "iteration changed or the RNG was modified outside the loop")
+DEFAULT_DEPTH = 2
+
+
+class CaptureError(RuntimeError):
+    """Raised in strict capture mode by a call the pipeline does not answer (ours)."""
+
+
+class CapturedBatch(Batch):
+    """A Batch produced in a capture-mode step; it remembers which node made it and when."""
+
+    __slots__ = ("_ref", "_step")
+
+
+def _captured(b: Batch, ref: tuple[int, int], step: int) -> CapturedBatch:
+    cb = CapturedBatch._wrap(b._bd, b._dtype, b._layout, b._device, b._ndim, b._bs,
+                             inv=b._inv, idx=b._idx, ext=b._ext)
+    cb._ref = ref
+    cb._step = step
+    return cb
+
+
+class Node:
+    """One captured call: its op, where it was called and how to rebuild its arguments."""
+
+    __slots__ = ("id", "schema", "key", "inputs", "kwargs", "device", "explicit_device", "rng",
+                 "offset", "n_out", "record")
+
+    def __init__(self, nid: int, schema: Any, key: tuple, inputs: list, kwargs: dict, device: Device,
+                 explicit_device: Device | None, rng: RNG | None, offset: int, n_out: int,
+                 record: SiteRecord) -> None:
+        self.id = nid
+        self.schema = schema
+        self.key = key
+        self.inputs = inputs
+        self.kwargs = kwargs
+        self.device = device
+        self.explicit_device = explicit_device
+        self.rng = rng
+        self.offset = offset
+        self.n_out = n_out
+        self.record = record
+
+
+class _RNGTrack:
+    __slots__ = ("rng", "start", "version", "period", "clone")
+
+    def __init__(self, rng: RNG, start: int) -> None:
+        self.rng = rng
+        self.start = start  # _draws at the start of the traced step
+        self.version = rng._version
+        self.period = 0
+        self.clone: RNG | None = None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        eq = a == b
+        if isinstance(eq, np.ndarray):
+            return bool(np.all(eq))
+        return bool(eq)
+    except Exception:  # noqa: BLE001 - incomparable values are different
+        return False
+
+
+def _flatten(outs: Any) -> tuple[list, Any]:
+    """Source outputs as a list plus a function rebuilding the user-facing structure."""
+    if isinstance(outs, dict):
+        keys = list(outs)
+        return [outs[k] for k in keys], lambda vals: dict(zip(keys, vals))
+    if isinstance(outs, tuple):
+        return list(outs), tuple
+    return [outs], lambda vals: vals[0]
+
+
+class CaptureLoop:
+    """The state of one capture-mode loop across its steps and epochs."""
+
+    def __init__(self, batch_size: int, ctx: EvalContext, strict: bool, depth: int) -> None:
+        self.batch_size = batch_size
+        self.ctx = ctx
+        self.strict = strict
+        self.depth = depth
+        self.nodes: list[Node] = []
+        self.sites: dict[tuple, Node] = {}
+        self.records: dict[tuple, SiteRecord] = {}
+        self.report = CaptureReport(batch_size)
+        self.step = -1
+        self.tracing = False
+        self.eager_only = False
+        self.invalid: str | None = None
+        self.loop_frame: Any = None
+        self.current: dict[int, list[Batch]] = {}
+        self.rng_tracks: dict[int, _RNGTrack] = {}
+        self.rng_start: dict[int, tuple[RNG, int]] = {}
+        self.random_seen: set = set()
+        self.worker: Worker | None = None
+        self.source: Iterator | None = None
+        self.carry: Any = None
+        self.feeders: list[Any] = []  # ExternalSource instances read in the body, in trace order
+        self.feeder_ids: dict[int, int] = {}  # id(es) -> node id of its outputs
+        self.fed: set[int] = set()  # feeders read in the current step
+        self.root: Any = None  # the ExternalSource driving the loop, if any
+        _tls.last_report = self.report
+
+    # -- call-site identity ---------------------------------------------------------------
+    def _chain(self) -> tuple[Any, tuple | None]:
+        f = sys._getframe(3)  # _hook <- ndd._dispatch.call <- the op function
+        while f is not None and _is_internal(f.f_globals.get("__name__", "")):
+            f = f.f_back
+        site = f
+        loop = self.loop_frame
+        chain = []
+        while f is not None:
+            chain.append((f.f_code, f.f_lasti))
+            if f is loop:
+                return site, tuple(chain)
+            f = f.f_back
+        return site, None
+
+    def _record(self, key: tuple, schema: Any, site: Any) -> SiteRecord:
+        rec = self.records.get(key)
+        if rec is None:
+            code = site.f_code if site is not None else None
+            rec = SiteRecord(schema.name, code.co_filename if code else "?",
+                             site.f_lineno if site is not None else 0, _column(site), False)
+            self.records[key] = rec
+            self.report.sites.append(rec)
+        return rec
+
+    # -- the hook ---------------------------------------------------------------------------
+    def on_call(self, schema: Any, inputs: tuple, kwargs: dict) -> Any:
+        if self.invalid:
+            raise RuntimeError("The capture-mode loop was invalidated and cannot continue.")
+        site, chain = self._chain()
+        if chain is None:  # not reached from the loop body (e.g. a leftover loop's context)
+            return invoke(schema, inputs, kwargs)
+        if EvalContext.current() is not self.ctx:
+            self._teardown("Cannot change EvalContext for a capture-mode loop.")
+            raise RuntimeError("Cannot change EvalContext for a capture-mode loop.")
+        key = (schema.name, chain)
+        if self.tracing:
+            return self._trace(schema, inputs, kwargs, key, site)
+        return self._replay(schema, inputs, kwargs, key, site)
+
+    # -- tracing ----------------------------------------------------------------------------
+    def _trace(self, schema: Any, inputs: tuple, kwargs: dict, key: tuple, site: Any) -> Any:
+        raw_in = tuple(unwrap_invariants(x) for x in inputs)
+        raw_kw = {k: unwrap_invariants(v) for k, v in kwargs.items()}
+        rng = None
+        offset = 0
+        if schema.random:
+            rng = raw_kw.get("rng")
+            if rng is None:
+                rng = get_default_rng()
+            if isinstance(rng, RNG):
+                if id(rng) not in self.rng_start:  # created during this step: anchor at its first draw
+                    self.rng_start[id(rng)] = (rng, rng._draws)
+                offset = rng._draws - self.rng_start[id(rng)][1]
+        result = invoke(schema, raw_in, dict(raw_kw))
+        rec = self._record(key, schema, site)
+        rec.eager += 1
+        code, reason, spec = self._classify(schema, inputs, kwargs, raw_in, raw_kw, result, site, key)
+        if code is not None:
+            if not rec.captured:
+                rec.code, rec.reason = code, reason
+            if self.strict:
+                raise CaptureError(f"{schema.name} at {rec.filename}:{rec.lineno} was not captured: "
+                                   f"{code}: {reason}")
+            return result
+        in_spec, kw_spec, dev, explicit = spec
+        node = self.sites.get(key)
+        outs = result if isinstance(result, tuple) else (result,)
+        if node is None:
+            node = Node(len(self.nodes) + 1, schema, key, in_spec, kw_spec, dev, explicit,
+                        rng if isinstance(rng, RNG) else None, offset, len(outs), rec)
+            self.nodes.append(node)
+            self.sites[key] = node
+            rec.captured, rec.code, rec.reason = True, None, None
+            if node.rng is not None:
+                self._track(node.rng)
+                self.random_seen.add(key)
+        wrapped = tuple(_captured(o, (node.id, k), self.step) for k, o in enumerate(outs))
+        return wrapped if isinstance(result, tuple) else wrapped[0]
+
+    def _track(self, rng: RNG) -> None:
+        if id(rng) not in self.rng_tracks:
+            start = self.rng_start.get(id(rng))
+            self.rng_tracks[id(rng)] = _RNGTrack(rng, start[1] if start else rng._draws)
+
+    def _classify(self, schema: Any, inputs: tuple, kwargs: dict, raw_in: tuple, raw_kw: dict,
+                  result: Any, site: Any, key: tuple) -> tuple[str | None, str | None, Any]:
+        if schema.internal:
+            return "NDD-C101", f"`{schema.name}` (slicing, arithmetic or ndd.math) is not captured", None
+        first = result[0] if isinstance(result, tuple) else result
+        if not isinstance(first, Batch):
+            return "NDD-C102", f"`{schema.name}` was called on single samples (it returned a Tensor)", None
+        if first.batch_size != self.batch_size:
+            return ("NDD-C103", f"`{schema.name}` made a batch of {first.batch_size}, the loop uses "
+                                f"{self.batch_size}", None)
+        if schema.random and key in self.random_seen:
+            warnings.warn(
+                "A random operator call site runs more than once per iteration. Only the first call "
+                "each iteration uses the captured pipeline; the rest run eagerly.",
+                UserWarning, stacklevel=5,
+            )
+            return "NDD-C106", "this random call site runs more than once per step", None
+        analysis = None
+
+        def proof(kind: str, name: Any) -> tuple[str | None, str | None]:
+            nonlocal analysis
+            if site is None:
+                return "NDD-C107", "the call site could not be found"
+            if analysis is None:
+                analysis = analyze_call(site, site.f_lasti)
+            if analysis.code is not None:
+                return analysis.code, analysis.reason
+            p = analysis.positional(name) if kind == "input" else analysis.keyword(name)
+            return (None, None) if p.constant else (p.code, p.reason)
+
+        def spec_of(kind: str, name: Any, marked: Any, raw: Any) -> tuple[Any, str | None, str | None]:
+            label = f"input {name}" if kind == "input" else f"argument '{name}'"
+            if raw is None:
+                return None, None, None
+            if isinstance(raw, CapturedBatch) and raw._step == self.step:
+                return ("ref", raw._ref), None, None
+            if is_invariant(marked):
+                return ("inv", raw), None, None
+            if isinstance(raw, Batch):
+                return None, "NDD-C104", (f"{label} is not a batch produced by a captured call in this "
+                                          "step (slicing, arithmetic, a rebuilt or an earlier batch)")
+            code, why = proof(kind, name)
+            if code is not None:
+                return None, code, f"{label}: {why}"
+            return ("const", raw), None, None
+
+        in_spec = []
+        for i, (m, r) in enumerate(zip(inputs, raw_in)):
+            s, code, why = spec_of("input", i, m, r)
+            if code:
+                return code, why, None
+            in_spec.append(s)
+        kw_spec = {}
+        explicit = None
+        for k, m in kwargs.items():
+            r = raw_kw[k]
+            if k in ("batch_size", "rng") or r is None:
+                continue
+            if k == "device":
+                explicit = r if isinstance(r, Device) else Device(r)
+                continue
+            s, code, why = spec_of("kwarg", k, m, r)
+            if code:
+                return code, why, None
+            kw_spec[k] = s
+        node = self.sites.get(key)
+        if node is not None and not self._same_spec(node, in_spec, kw_spec, explicit):
+            return "NDD-C105", "this call site was already captured in this step with other arguments", None
+        return None, None, (in_spec, kw_spec, first.device, explicit)
+
+    @staticmethod
+    def _same_spec(node: Node, in_spec: list, kw_spec: dict, explicit: Device | None) -> bool:
+        if len(node.inputs) != len(in_spec) or set(node.kwargs) != set(kw_spec) or node.explicit_device != explicit:
+            return False
+        pairs = list(zip(node.inputs, in_spec)) + [(node.kwargs[k], kw_spec[k]) for k in kw_spec]
+        for a, b in pairs:
+            if (a is None) != (b is None):
+                return False
+            if a is not None and (a[0] != b[0] or not _same_value(a[1], b[1])):
+                return False
+        return True
+
+    # -- replay -----------------------------------------------------------------------------
+    def _fallback(self, schema: Any, inputs: tuple, kwargs: dict, rec: SiteRecord, code: str,
+                  reason: str) -> Any:
+        rec.eager += 1
+        self.report.fallbacks.append(Fallback(rec, self.step, code, reason))
+        if self.strict:
+            raise CaptureError(f"{schema.name} at {rec.filename}:{rec.lineno} ran eagerly: {code}: {reason}")
+        raw_in = tuple(unwrap_invariants(x) for x in inputs)
+        raw_kw = {k: unwrap_invariants(v) for k, v in kwargs.items()}
+        return invoke(schema, raw_in, raw_kw)
+
+    def _replay(self, schema: Any, inputs: tuple, kwargs: dict, key: tuple, site: Any) -> Any:
+        node = self.sites.get(key)
+        rec = self._record(key, schema, site)
+        if node is None:
+            if not rec.captured and rec.code is None:
+                rec.code, rec.reason = "NDD-C201", "this call site was not reached on the traced step"
+            return self._fallback(schema, inputs, kwargs, rec, rec.code or "NDD-C201",
+                                  rec.reason or "not captured")
+        dev = kwargs.get("device")
+        if dev is not None:
+            dev = unwrap_invariants(dev)
+            dev = dev if isinstance(dev, Device) else Device(dev)
+            if dev != (node.explicit_device or node.device):
+                traced = node.explicit_device or node.device
+                self._teardown("device changed")
+                raise RuntimeError(
+                    f"Captured operator was traced with device={traced.device_type} but called with "
+                    f"device={dev.device_type}. Cannot change device in capture mode.")
+        bs = kwargs.get("batch_size")
+        if bs is not None and unwrap_invariants(bs) != self.batch_size:
+            raise RuntimeError(f"Cannot change batch size to {unwrap_invariants(bs)}, the capture-mode "
+                               f"loop uses {self.batch_size}.")
+        if len(inputs) != len(node.inputs):
+            return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the number of inputs changed")
+        names = {k for k, v in kwargs.items() if v is not None and k not in ("batch_size", "device", "rng")}
+        if names != set(node.kwargs):
+            return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the keyword arguments changed")
+        pairs = [(f"input {i}", s, v) for i, (s, v) in enumerate(zip(node.inputs, inputs))]
+        pairs += [(f"argument '{k}'", s, kwargs[k]) for k, s in node.kwargs.items()]
+        for label, s, v in pairs:
+            if s is None:
+                if v is not None:
+                    return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", f"{label} was None when traced")
+                continue
+            kind, val = s
+            if kind == "inv":
+                if not is_invariant(v):
+                    self._teardown("invariant marker dropped")
+                    raise RuntimeError("An argument marked with ndd.capture.invariant when captured must "
+                                       "remain marked.")
+                continue
+            raw = unwrap_invariants(v)
+            if kind == "ref":
+                if not (isinstance(raw, CapturedBatch) and raw._ref == val and raw._step == self.step):
+                    return self._fallback(schema, inputs, kwargs, rec, "NDD-C202",
+                                          f"{label} is not the batch the traced call received in this step")
+            elif isinstance(raw, Batch) or not _same_value(raw, val):
+                return self._fallback(schema, inputs, kwargs, rec, "NDD-C203",
+                                      f"{label} changed from {val!r} to {raw!r}")
+        if node.rng is not None:
+            rng = unwrap_invariants(kwargs.get("rng")) or get_default_rng()
+            if rng is not node.rng:
+                return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "a different RNG was passed")
+            if key in self.random_seen:
+                return self._fallback(schema, inputs, kwargs, rec, "NDD-C106",
+                                      "this random call site already ran in this step")
+            self.random_seen.add(key)
+            tr = self.rng_tracks[id(rng)]
+            expect = tr.start + self.rel_step * tr.period + node.offset
+            if rng._version != tr.version or rng._draws != expect:
+                self._teardown("rng")
+                raise RuntimeError(RNG_ERROR)
+            rng.advance(7)
+        rec.replayed += 1
+        outs = self.current[node.id]
+        wrapped = tuple(_captured(o, (node.id, k), self.step) for k, o in enumerate(outs))
+        return wrapped if node.n_out > 1 else wrapped[0]
+
+    # -- steps ------------------------------------------------------------------------------
+    @property
+    def rel_step(self) -> int:
+        return self.step - self.trace_step
+
+    def begin_step(self, loop_frame: Any) -> None:
+        self.step += 1
+        self.report.steps += 1
+        self.loop_frame = loop_frame
+        self.random_seen = set()
+        self.fed = set()
+        if self.tracing:
+            self.trace_step = self.step
+            self.rng_start = {id(r): (r, r._draws) for r in list(LIVE_RNGS)}
+        elif self.rng_tracks:
+            for tr in self.rng_tracks.values():
+                if tr.rng._version != tr.version or tr.rng._draws != tr.start + self.rel_step * tr.period:
+                    self._teardown("rng")
+                    raise RuntimeError(RNG_ERROR)
+
+    def end_trace(self) -> None:
+        """After the traced step: compute RNG periods and start the pipeline."""
+        self.tracing = False
+        self.report.traced = True
+        for tr in self.rng_tracks.values():
+            if tr.rng._version != tr.version:
+                self._teardown("rng")
+                raise RuntimeError(RNG_ERROR)
+            tr.period = tr.rng._draws - tr.start
+            tr.clone = tr.rng.clone()
+        if os.environ.get("NDD_CAPTURE_REPORT") == "1":
+            print(self.report, file=sys.stderr)
+
+    def compute(self, item: Any) -> tuple[Any, dict[int, list[Batch]]]:
+        """Worker side: run every node on one source item (in order, synchronously)."""
+        extra, outs = item
+        src, _ = _flatten(outs)
+        vals: dict[int, list[Batch]] = {0: src}
+        for es in self.feeders:
+            try:
+                item = es._next_item()
+            except StopIteration:
+                raise RuntimeError("A source was exhausted before the iteration ended") from None
+            vals[self.feeder_ids[id(es)]], _ = _flatten(es._convert(item, self.batch_size))
+        clones = {k: (tr, 0) for k, tr in self.rng_tracks.items()}
+        with EvalMode.sync_cpu:
+            for node in self.nodes:
+                args = tuple(None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1])
+                             for s in node.inputs)
+                kw = {k: (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1]) for k, s in node.kwargs.items()}
+                kw["batch_size"] = self.batch_size
+                if node.explicit_device is not None:
+                    kw["device"] = node.explicit_device
+                if node.rng is not None:
+                    tr, pos = clones[id(node.rng)]
+                    tr.clone.advance(node.offset - pos)
+                    clones[id(node.rng)] = (tr, node.offset + 7)
+                    kw["rng"] = tr.clone
+                out = invoke(node.schema, args, kw)
+                out = list(out) if isinstance(out, tuple) else [out]
+                for o in out:
+                    o.evaluate()
+                vals[node.id] = out
+        for tr, pos in clones.values():
+            tr.clone.advance(tr.period - pos)
+        return extra, outs, vals
+
+    def _teardown(self, why: str) -> None:
+        self.invalid = why
+        if self.worker is not None:
+            self.worker.close()
+
+    def start_worker(self, source: Iterator) -> None:
+        for tr in self.rng_tracks.values():
+            tr.clone = tr.rng.clone()  # the live state at the start of the next step
+        self.worker = Worker(source, self.compute, self.depth)
+
+    def end_step(self) -> None:
+        """After a replayed step: every feeder must have been read."""
+        for es in self.feeders:
+            if id(es) not in self.fed:
+                self._teardown("feeder skipped")
+                raise RuntimeError("An ExternalSource was not consumed this step")
+
+    # -- feeders ----------------------------------------------------------------------------
+    def feed(self, es: Any, batch_size: int | None) -> Any:
+        """An ExternalSource read inside the body (a feeder)."""
+        from ndd._external_source import FEEDER, ROOT, UNUSED
+
+        if es._role == ROOT or es is self.root:
+            raise RuntimeError("Instance already used through .captured() method")
+        if es._owner is not None and es._owner is not self:
+            raise RuntimeError("Already bound to a different capture context.")
+        if id(es) in self.fed:
+            raise RuntimeError("An ExternalSource may be read only once per capture-mode step")
+        if batch_size is not None and batch_size != self.batch_size:
+            raise RuntimeError(f"Cannot change batch size to {batch_size}, the capture-mode loop uses "
+                               f"{self.batch_size}.")
+        self.fed.add(id(es))
+        if self.tracing:
+            if es._role not in (UNUSED, FEEDER):
+                raise RuntimeError("This ExternalSource was already used eagerly")
+            es._role, es._owner = FEEDER, self
+            nid = self.feeder_ids.get(id(es))
+            if nid is None:
+                nid = self.feeder_ids[id(es)] = -(len(self.feeders) + 1)
+                self.feeders.append(es)
+            outs = es._convert(es._next_item(), self.batch_size)
+            flat, rebuild = _flatten(outs)
+            return rebuild([_captured(b, (nid, k), self.step) for k, b in enumerate(flat)])
+        nid = self.feeder_ids.get(id(es))
+        if nid is None:
+            raise RuntimeError("ExternalSource wasn't seen during tracing")
+        flat = self.current[nid]
+        wrapped = [_captured(b, (nid, k), self.step) for k, b in enumerate(flat)]
+        return tuple(wrapped) if es.num_outputs > 1 else wrapped[0]
+
+    def release(self) -> None:
+        """Unbind every ExternalSource (teardown of an ExternalSource-driven loop)."""
+        from ndd._external_source import UNUSED
+
+        for es in [*self.feeders, self.root]:
+            if es is not None:
+                es._role, es._owner = UNUSED, None
+
+
+def _column(frame: Any) -> int:
+    if frame is None or not hasattr(frame.f_code, "co_positions"):
+        return 0
+    try:
+        pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        return (pos[2] or 0) + 1
+    except (IndexError, TypeError):
+        return 0
+
+
+# -- the hook and the loop drivers -----------------------------------------------------------
+def hook(schema: Any, inputs: tuple, kwargs: dict) -> Any:
+    """Core's op-call hook: route calls made inside a capture-mode body to its loop."""
+    loop = getattr(_tls, "loop", None)
+    if loop is None:
+        return invoke(schema, inputs, kwargs)
+    return loop.on_call(schema, inputs, kwargs)
+
+
+def _enter(loop: CaptureLoop) -> None:
+    active = getattr(_tls, "loop", None)
+    if active is not None and active is not loop and _frame_live(active.loop_frame):
+        raise RuntimeError("Only one capture-mode loop can be active at a time")
+    _tls.loop = loop
+
+
+def _frame_live(frame: Any) -> bool:
+    f = sys._getframe(1)
+    while f is not None:
+        if f is frame:
+            return True
+        f = f.f_back
+    return False
+
+
+def _continuous(reader: Any, batch_size: int) -> Iterator:
+    """The reader's batches across epochs, tagged with the epoch number and reader state."""
+    ep = 0
+    while True:
+        for outs in reader._epoch(batch_size):
+            yield (ep, getattr(reader, "_cursor", None)), outs
+        ep += 1
+
+
+def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterator:
+    """``next_epoch(capture=True)`` of a reader (called by core's Reader)."""
+    loop = getattr(reader, "_capture_loop", None)
+    if loop is not None and loop.batch_size != batch_size:
+        raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
+    if loop is None or loop.invalid:
+        ctx = ctx or EvalContext.current()
+        loop = CaptureLoop(batch_size, ctx, capture == "strict", DEFAULT_DEPTH)
+        reader._capture_loop = loop
+        loop.source = _continuous(reader, batch_size)
+        weakref.finalize(reader, _finalize, loop)
+    return _reader_steps(reader, loop)
+
+
+def _finalize(loop: CaptureLoop) -> None:
+    if loop.worker is not None:
+        loop.worker.close()
+    if loop.source is not None:
+        try:
+            loop.source.close()
+        except (RuntimeError, ValueError):
+            pass
+
+
+def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
+    _tls.last_report = loop.report
+    epoch = None
+    while True:
+        if loop.invalid:
+            raise RuntimeError("The capture-mode loop was invalidated and cannot continue.")
+        if loop.step < 0 or loop.eager_only:  # trace (or the eager fallback after an empty trace)
+            extra, outs = loop.carry if loop.carry is not None else next(loop.source)
+            loop.carry = None
+            vals = None
+        else:
+            item = loop.carry if loop.carry is not None else loop.worker.get()
+            loop.carry = None
+            if isinstance(item, Failure):
+                loop._teardown("pipeline error")
+                raise item.error
+            if item is END:
+                return
+            extra, outs, vals = item
+        ep = extra[0]
+        if epoch is None:
+            epoch = ep
+        elif ep != epoch:
+            loop.carry = (extra, outs) if vals is None else (extra, outs, vals)
+            return
+        tracing = loop.step < 0
+        loop.tracing = tracing
+        src, rebuild = _flatten(outs)
+        frame = sys._getframe(1)
+        loop.begin_step(frame)
+        loop.current = vals or {}
+        reader._capture_cursor = extra[1]
+        wrapped = rebuild([_captured(b, (0, k), loop.step) for k, b in enumerate(src)])
+        if loop.eager_only:
+            yield outs
+            continue
+        _enter(loop)
+        try:
+            yield wrapped
+        finally:
+            _tls.loop = None
+        if tracing:
+            loop.end_trace()
+            if not loop.nodes:
+                warnings.warn("capture=True was specified but no operators were captured during tracing. "
+                              "Falling back to dynamic mode.", UserWarning, stacklevel=2)
+                loop.eager_only = True
+                continue
+            loop.start_worker(loop.source)
+        else:
+            loop.end_step()
+
+
+# -- ExternalSource-driven loops ----------------------------------------------------------------
+def _es_stream(es: Any, batch_size: int) -> Iterator:
+    """The root source's items until it raises StopIteration (one epoch)."""
+    while True:
+        try:
+            item = es._next_item()
+        except StopIteration:
+            return
+        yield (None, None), es._convert(item, batch_size)
+
+
+def external_source_epoch(es: Any, batch_size: int, ctx: Any, strict: bool) -> Iterator:
+    """``ExternalSource.captured(batch_size=B)``: one epoch, until the source ends."""
+    from ndd._external_source import ROOT
+
+    if es._owner is not None and es._role != ROOT:
+        raise RuntimeError("Already bound to a different capture context.")
+    loop = getattr(es, "_capture_loop", None)
+    if loop is not None and loop.batch_size != batch_size:
+        raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
+    if loop is None or loop.invalid:
+        loop = CaptureLoop(batch_size, ctx or EvalContext.current(), bool(strict), DEFAULT_DEPTH)
+        loop.root = es
+        es._capture_loop = loop
+    return _es_steps(es, loop)
+
+
+def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
+    from ndd._external_source import ROOT
+
+    _tls.last_report = loop.report
+    stream = _es_stream(es, loop.batch_size)
+    if loop.step >= 0 and not loop.eager_only:
+        loop.start_worker(stream)  # a later epoch: same graph, fresh worker, RNG clones re-based
+    finished = False
+    try:
+        while True:
+            if loop.invalid:
+                raise RuntimeError("The capture-mode loop was invalidated and cannot continue.")
+            if loop.step < 0 or loop.eager_only:
+                try:
+                    extra, outs = next(stream)
+                except StopIteration:
+                    finished = True
+                    return
+                vals = None
+            else:
+                item = loop.worker.get()
+                if isinstance(item, Failure):
+                    loop._teardown("pipeline error")
+                    raise item.error
+                if item is END:
+                    finished = True
+                    return
+                extra, outs, vals = item
+            es._role, es._owner = ROOT, loop
+            tracing = loop.step < 0
+            loop.tracing = tracing
+            src, rebuild = _flatten(outs)
+            loop.begin_step(sys._getframe(1))
+            loop.current = vals or {}
+            if loop.eager_only:
+                yield outs
+                continue
+            _enter(loop)
+            try:
+                yield rebuild([_captured(b, (0, k), loop.step) for k, b in enumerate(src)])
+            finally:
+                _tls.loop = None
+            if tracing:
+                loop.end_trace()
+                for f in loop.feeders:
+                    if id(f) not in loop.fed:
+                        raise RuntimeError("An ExternalSource was not consumed this step")
+                if not loop.nodes and not loop.feeders:
+                    warnings.warn("capture=True was specified but no operators were captured during "
+                                  "tracing. Falling back to dynamic mode.", UserWarning, stacklevel=2)
+                    loop.eager_only = True
+                    continue
+                loop.start_worker(stream)
+            else:
+                loop.end_step()
+    finally:
+        if loop.worker is not None:
+            loop.worker.close()
+            loop.worker = None
+        if not finished or loop.eager_only or loop.invalid:
+            # A break, an error or an empty graph: unbind; prefetched items are lost.
+            loop.release()
+            if getattr(es, "_capture_loop", None) is loop:
+                es._capture_loop = None
+
+
+def feed(es: Any, batch_size: int | None) -> Any:
+    """Core's ExternalSource.__call__ asks here first; NotImplemented means "not a feeder read"."""
+    loop = getattr(_tls, "loop", None)
+    if loop is None or not _frame_live(loop.loop_frame):
+        if es._owner is not None and es._owner is not loop:
+            raise RuntimeError("This ExternalSource is already used in a capture-mode loop")
+        return NotImplemented
+    return loop.feed(es, batch_size)

@@ -1,0 +1,112 @@
+"""``CaptureReport``: what a capture-mode loop captured, and why not (ours; DALI is silent)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Reason codes of the capture runtime (the source-analysis codes live in _source_analysis).
+RUNTIME_CODES: dict[str, tuple[str, str]] = {
+    "NDD-C101": ("internal operation",
+                 "slicing (.slice[...], t[...]), arithmetic and ndd.math are never captured; "
+                 "move them after the last operator, or express them with operators (e.g. ndd.crop)"),
+    "NDD-C102": ("not a batch call",
+                 "the call works on single samples; pass batch_size= (random ops) or batch inputs"),
+    "NDD-C103": ("batch size differs from the loop's",
+                 "give the operator the loop's batch size"),
+    "NDD-C104": ("input is not a captured batch of this step",
+                 "feed the operator the loop's outputs or other captured results of the same step, "
+                 "not slices, arithmetic results, batches rebuilt from samples or batches kept from "
+                 "an earlier step"),
+    "NDD-C105": ("site already captured with other arguments",
+                 "one call site maps to one node; call the operator at a separate line or pass the "
+                 "same inputs on every call"),
+    "NDD-C106": ("random call site repeats in one step",
+                 "only the first call per step uses the pipeline; call the random operator once "
+                 "with a larger batch or shape"),
+    "NDD-C107": ("called outside the loop body",
+                 "the call was made from code that the loop's frame does not reach"),
+    "NDD-C201": ("site not seen during tracing",
+                 "make every operator call of the loop body happen on the first step too"),
+    "NDD-C202": ("stale or different input batch",
+                 "pass the batch produced in this step by the call that was captured"),
+    "NDD-C203": ("constant argument changed",
+                 "the traced value is replayed; keep it the same or mark it with ndd.capture.invariant"),
+    "NDD-C204": ("different inputs or keywords than traced",
+                 "call the operator with the same inputs and keyword names on every step"),
+}
+
+
+@dataclass
+class SiteRecord:
+    """One call site of the loop body: where it is, whether it was captured and why not."""
+
+    op: str
+    filename: str
+    lineno: int
+    col: int
+    captured: bool
+    code: str | None = None
+    reason: str | None = None
+    replayed: int = 0
+    eager: int = 0
+
+
+@dataclass
+class Fallback:
+    """A replay mismatch: the call ran eagerly at ``step``."""
+
+    site: SiteRecord
+    step: int
+    code: str
+    reason: str
+
+
+@dataclass
+class CaptureReport:
+    """The report of one capture-mode loop (live while the loop runs)."""
+
+    batch_size: int
+    sites: list[SiteRecord] = field(default_factory=list)
+    fallbacks: list[Fallback] = field(default_factory=list)
+    steps: int = 0
+    traced: bool = False
+
+    def summary(self) -> str:
+        n = len(self.sites)
+        cap = sum(s.captured for s in self.sites)
+        rep = sum(s.replayed for s in self.sites)
+        eag = sum(s.eager for s in self.sites)
+        return (f"capture: {cap}/{n} call sites captured; {rep} calls replayed, {eag} run eagerly, "
+                f"{len(self.fallbacks)} fallbacks over {self.steps} steps")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "steps": self.steps,
+            "summary": self.summary(),
+            "sites": [asdict(s) for s in self.sites],
+            "fallbacks": [{"site": f"{f.site.op} at {f.site.filename}:{f.site.lineno}", "step": f.step,
+                           "code": f.code, "reason": f.reason} for f in self.fallbacks],
+        }
+
+    def __str__(self) -> str:
+        rows = [("op", "where", "captured", "replayed", "eager", "reason")]
+        for s in self.sites:
+            where = f"{_short(s.filename)}:{s.lineno}:{s.col}"
+            why = f"{s.code}: {s.reason}" if s.code else ""
+            rows.append((s.op, where, "yes" if s.captured else "no", str(s.replayed), str(s.eager), why))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        lines = [self.summary()]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5] for r in rows]
+        for f in self.fallbacks[:20]:
+            lines.append(f"fallback at step {f.step}: {f.site.op} ({_short(f.site.filename)}:"
+                         f"{f.site.lineno}) {f.code}: {f.reason}")
+        if len(self.fallbacks) > 20:
+            lines.append(f"... {len(self.fallbacks) - 20} more fallbacks")
+        return "\n".join(lines)
+
+
+def _short(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:])

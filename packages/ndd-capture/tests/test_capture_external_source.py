@@ -1,0 +1,131 @@
+"""Capture loops driven by ndd.ExternalSource, and feeders read inside a loop body."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ndd
+
+B = 4
+
+
+def batches(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [[rng.integers(0, 255, (6, 5), dtype=np.uint8) for _ in range(B)] for _ in range(n)]
+
+
+def body(x, rng):
+    y = ndd.flip(x, horizontal=1)
+    noise = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], shape=[6, 5], rng=rng)
+    return ndd.cast(y, dtype=ndd.float32), noise
+
+
+def collect(loop_iter, rng):
+    out = []
+    for x in loop_iter:
+        y, noise = body(x, rng)
+        out.append((np.asarray(ndd.as_tensor(y)), np.asarray(ndd.as_tensor(noise))))
+    return out
+
+
+def test_parity_and_epochs():
+    data = batches(5)
+    rng_e, rng_c = ndd.random.RNG(1), ndd.random.RNG(1)
+    eager = [collect((ndd.as_batch(b) for b in data), rng_e) for _ in range(3)]
+    es = ndd.ExternalSource(data, cycle="raise")
+    captured = [collect(es.captured(batch_size=B), rng_c) for _ in range(3)]
+    for e, c in zip(eager, captured):
+        assert len(e) == len(c) == 5
+        for (a1, b1), (a2, b2) in zip(e, c):
+            np.testing.assert_array_equal(a1, a2)
+            np.testing.assert_array_equal(b1, b2)
+    assert str(rng_e.get_state()) == str(rng_c.get_state())
+    assert all(s.captured for s in ndd.capture.report().sites)
+
+
+def test_tensor_items_are_broadcast():
+    es = ndd.ExternalSource([np.arange(3, dtype=np.int32)] * 2)
+    for x in es.captured(batch_size=B):
+        assert isinstance(x, ndd.Batch) and x.batch_size == B
+        ndd.cast(x, dtype=ndd.float32)
+
+
+def test_batch_size_mismatch():
+    es = ndd.ExternalSource(batches(2))
+    with pytest.raises(ValueError, match="Expected batch size 3, got 4"):
+        for _ in es.captured(batch_size=3):
+            pass
+
+
+def test_role_errors():
+    es = ndd.ExternalSource(batches(3))
+    it = es.captured(batch_size=B)
+    next(it)
+    with pytest.raises(RuntimeError, match="already used in a capture-mode loop|already used through .captured"):
+        es()
+    it.close()
+    es2 = ndd.ExternalSource(batches(3))
+    es2()
+    with pytest.raises(RuntimeError, match="already used eagerly"):
+        es2.captured(batch_size=B)
+
+
+def test_feeder_parity_and_rules():
+    data, extra = batches(4, 0), batches(4, 1)
+    feeder = ndd.ExternalSource(extra)
+    reader_es = ndd.ExternalSource(data)
+    got = []
+    for x in reader_es.captured(batch_size=B):
+        f = feeder()
+        got.append(np.asarray(ndd.as_tensor(ndd.cast(f, dtype=ndd.int32))))
+        ndd.flip(x)
+    assert len(got) == 4
+    for g, e in zip(got, extra):
+        np.testing.assert_array_equal(g, np.stack(e).astype(np.int32))
+    with pytest.raises(RuntimeError, match="already used in a capture-mode loop|Already bound"):
+        feeder()
+
+
+@pytest.mark.parametrize("rule,match", [
+    ("twice", "may be read only once per capture-mode step"),
+    ("skip", "was not consumed this step"),
+    ("late", "wasn't seen during tracing"),
+    ("short", "exhausted before the iteration ended"),
+])
+def test_feeder_errors(rule, match):
+    feeder = ndd.ExternalSource(batches(2 if rule == "short" else 5, 1))
+    root = ndd.ExternalSource(batches(5))
+    with pytest.raises(RuntimeError, match=match):
+        for i, x in enumerate(root.captured(batch_size=B)):
+            ndd.flip(x)
+            if rule == "late" and i == 0:
+                continue
+            if rule == "skip" and i == 2:
+                continue
+            feeder()
+            if rule == "twice":
+                feeder()
+
+
+def test_break_releases_source_and_loses_prefetched_items():
+    es = ndd.ExternalSource([np.full((2, 2), i, np.uint8) for i in range(10)])
+    seen = []
+    for x in es.captured(batch_size=B):
+        ndd.flip(x)
+        seen.append(int(np.asarray(ndd.as_tensor(x))[0, 0, 0]))
+        if len(seen) == 2:
+            break
+    assert seen == [0, 1]
+    nxt = es()  # usable eagerly again (DALI: prefetched items are lost)
+    assert int(np.asarray(nxt)[0, 0]) > 1
+
+
+def test_co_exhaustion_ends_cleanly():
+    root, feeder = ndd.ExternalSource(batches(3)), ndd.ExternalSource(batches(3, 1))
+    n = 0
+    for x in root.captured(batch_size=B):
+        feeder()
+        ndd.flip(x)
+        n += 1
+    assert n == 3

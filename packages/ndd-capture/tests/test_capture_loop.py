@@ -1,0 +1,276 @@
+"""Capture mode end to end: parity with eager mode, the report, errors, teardown."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import ndd
+import ndd.types as types
+from ndd.capture import CaptureError, invariant
+
+B = 8
+
+
+def body(jpegs, labels, rng):
+    images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+    angles = ndd.random.uniform(batch_size=B, range=[-30.0, 30.0], rng=rng)
+    images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
+    images = ndd.crop_mirror_normalize(images, dtype=ndd.float32, output_layout="CHW",
+                                       mean=[0.1307 * 255], std=[0.3081 * 255])
+    labels = ndd.cast(ndd.squeeze(labels, axes=0), dtype=ndd.int64)
+    return images, labels
+
+
+def run(path, capture, epochs=3, rng_seed=0, **reader_args):
+    reader = ndd.readers.Caffe2(path=path, **reader_args)
+    rng = ndd.random.RNG(rng_seed)
+    out = []
+    for _ in range(epochs):
+        for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+            images, targets = body(jpegs, labels, rng)
+            out.append((np.array(ndd.as_tensor(images)), np.array(ndd.as_tensor(targets))))
+    return out, str(rng.get_state())
+
+
+def assert_same(a, b):
+    assert len(a[0]) == len(b[0])
+    for (ia, la), (ib, lb) in zip(a[0], b[0]):
+        np.testing.assert_array_equal(ia, ib)
+        np.testing.assert_array_equal(la, lb)
+    assert a[1] == b[1]
+
+
+def test_parity_with_eager(lmdb_path, eval_mode):
+    assert_same(run(lmdb_path, False), run(lmdb_path, True))
+
+
+@pytest.mark.parametrize("shards", [dict(num_shards=3, shard_id=1), dict(num_shards=3, shard_id=2,
+                                                                          pad_last_batch=True),
+                                    dict(random_shuffle=True, seed=5, initial_fill=16)])
+def test_parity_shards_padding_shuffle(lmdb_path, shards):
+    assert_same(run(lmdb_path, False, epochs=4, **shards), run(lmdb_path, True, epochs=4, **shards))
+
+
+def test_report_names_sites_and_counts(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    rng = ndd.random.RNG(1)
+    for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
+        body(jpegs, labels, rng)
+    rep = ndd.capture.report()
+    ops = [s.op for s in rep.sites]
+    assert ops == ["decoders.image", "random.uniform", "rotate", "crop_mirror_normalize", "squeeze", "cast"]
+    assert all(s.captured and s.code is None for s in rep.sites)
+    steps = 40 // B
+    assert all(s.replayed == steps - 1 and s.eager == 1 for s in rep.sites)
+    assert rep.sites[0].filename == __file__ and rep.sites[0].lineno == body.__code__.co_firstlineno + 1
+    assert rep.fallbacks == []
+    d = rep.to_dict()
+    assert d["sites"][2]["op"] == "rotate" and "6/6 call sites captured" in str(rep)
+
+
+def test_local_list_is_not_captured_and_says_why(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+        size = [14, 14]
+        ndd.resize(images, size=size)
+        ndd.resize(images, size=(14, 14))
+    sites = ndd.capture.report().sites
+    assert [s.captured for s in sites] == [True, False, True]
+    assert sites[1].code is not None and "size" in sites[1].reason
+    assert sites[1].eager == 40 // B and sites[1].replayed == 0
+
+
+def test_stale_batch_falls_back(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    previous = None
+    results = []
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+        target = previous if previous is not None else images
+        results.append(np.asarray(ndd.as_tensor(ndd.flip(target, horizontal=1))))
+        previous = images
+    rep = ndd.capture.report()
+    flip = [s for s in rep.sites if s.op == "flip"][0]
+    assert flip.captured and flip.replayed == 0 and flip.eager == 40 // B
+    assert {f.code for f in rep.fallbacks} == {"NDD-C202"}
+
+
+def test_slice_and_arithmetic_not_captured(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+        brighter = images + 1
+        ndd.flip(brighter, horizontal=1)
+    sites = {s.op: s for s in ndd.capture.report().sites}
+    assert sites["decoders.image"].captured
+    assert not sites["_arithm"].captured and sites["_arithm"].code == "NDD-C101"
+    assert not sites["flip"].captured and sites["flip"].code == "NDD-C104"
+
+
+def test_invariant_global_captured_and_marker_must_stay(lmdb_path):
+    cfg = invariant(type("Cfg", (), {"size": (10, 10)})())
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        ndd.resize(ndd.decoders.image(jpegs, output_type=types.GRAY), size=cfg.size)
+    assert all(s.captured for s in ndd.capture.report().sites)
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.raises(RuntimeError, match="must remain marked"):
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            size = cfg.size if i == 0 else (10, 10)
+            ndd.resize(ndd.decoders.image(jpegs, output_type=types.GRAY), size=size)
+
+
+def test_strict_mode(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.raises(CaptureError, match=r"resize at .*test_capture_loop.py:\d+ was not captured"):
+        for jpegs, _ in reader.next_epoch(batch_size=B, capture="strict"):
+            size = [4, 4]
+            ndd.resize(ndd.decoders.image(jpegs), size=size)
+    assert issubclass(CaptureError, RuntimeError)
+
+
+def test_empty_graph_warns_and_runs_eagerly(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.warns(UserWarning, match="no operators were captured"):
+        n = sum(1 for _ in reader.next_epoch(batch_size=B, capture=True))
+    assert n == 40 // B
+
+
+def test_mode_stickiness(lmdb_path):
+    r = ndd.readers.Caffe2(path=lmdb_path)
+    next(iter(r.next_epoch(batch_size=B)))
+    with pytest.raises(RuntimeError, match="previously used without capture=True"):
+        r.next_epoch(batch_size=B, capture=True)
+    r2 = ndd.readers.Caffe2(path=lmdb_path)
+    for jpegs, _ in r2.next_epoch(batch_size=B, capture=True):
+        ndd.decoders.image(jpegs)
+    with pytest.raises(RuntimeError, match="previously used with capture=True"):
+        r2.next_epoch(batch_size=B)
+    with pytest.raises(ValueError, match="Cannot change batch_size from 8 to 4"):
+        r2.next_epoch(batch_size=4, capture=True)
+
+
+def test_nested_loops_raise(lmdb_path):
+    a, b = ndd.readers.Caffe2(path=lmdb_path), ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.raises(RuntimeError, match="Only one capture-mode loop can be active at a time"):
+        for jpegs, _ in a.next_epoch(batch_size=B, capture=True):
+            ndd.decoders.image(jpegs)
+            for _inner in b.next_epoch(batch_size=B, capture=True):
+                pass
+
+
+def test_conflicting_batch_size_and_device(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.raises(RuntimeError, match="Cannot change batch size to 4, the capture-mode loop uses 8"):
+        for i, _ in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            ndd.random.uniform(batch_size=B if i == 0 else 4)
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.raises(RuntimeError, match="traced with device=cpu but called with device=gpu"):
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            ndd.decoders.image(jpegs, device="cpu" if i == 0 else "gpu")
+
+
+@pytest.mark.parametrize("change", ["extra", "dropped", "reseed"])
+def test_rng_pattern_changes_raise(lmdb_path, change):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    rng = ndd.random.RNG(0)
+    with pytest.raises(RuntimeError, match="The RNG of a captured operator was used unexpectedly"):
+        for i, _ in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            if change == "reseed" and i == 2:
+                rng.seed = 0
+            if not (change == "dropped" and i == 2):
+                ndd.random.uniform(batch_size=B, rng=rng)
+            if change == "extra" and i == 2:
+                rng()
+
+
+def test_bare_draws_and_uncaptured_random_share_rng(lmdb_path):
+    def loop(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        rng = ndd.random.RNG(3)
+        got = []
+        for _ in range(2):
+            for _ in reader.next_epoch(batch_size=B, capture=capture):
+                p = [0.5]
+                a = ndd.random.uniform(batch_size=B, rng=rng)
+                extra = rng()
+                c = ndd.random.coin_flip(batch_size=B, probability=p[0], rng=rng)  # uncapturable argument
+                got.append((np.asarray(ndd.as_tensor(a)), extra, np.asarray(ndd.as_tensor(c))))
+        return got, str(rng.get_state())
+
+    eager, captured = loop(False), loop(True)
+    assert eager[1] == captured[1]
+    for x, y in zip(eager[0], captured[0]):
+        np.testing.assert_array_equal(x[0], y[0])
+        assert x[1] == y[1]
+        np.testing.assert_array_equal(x[2], y[2])
+
+
+def _wait_threads(baseline, timeout=5.0):
+    deadline = time.time() + timeout
+    while threading.active_count() > baseline and time.time() < deadline:
+        time.sleep(0.05)
+    return threading.active_count()
+
+
+def test_break_continues_without_loss_and_threads_park(lmdb_path):
+    baseline = threading.active_count()
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    seen = []
+    for i, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+        ndd.decoders.image(jpegs)
+        seen.append(np.asarray(ndd.as_tensor(labels)).ravel().tolist())
+        if i == 1:
+            break
+    assert _wait_threads(baseline) <= baseline
+    for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
+        ndd.decoders.image(jpegs)
+        seen.append(np.asarray(ndd.as_tensor(labels)).ravel().tolist())
+    flat = [x for s in seen for x in s]
+    assert flat == [i % 10 for i in range(40)]
+
+
+def test_exception_in_body_and_gc_leave_no_threads(lmdb_path):
+    baseline = threading.active_count()
+
+    def failing():
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            ndd.decoders.image(jpegs)
+            if i == 2:
+                raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        failing()
+    gc.collect()
+    assert _wait_threads(baseline) <= baseline
+
+
+def test_soak_flat_memory(lmdb_path):
+    import tracemalloc
+
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    rng = ndd.random.RNG(0)
+    tracemalloc.start()
+    sizes = []
+    for epoch in range(50):
+        for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
+            body(jpegs, labels, rng)
+        if epoch in (10, 49):
+            gc.collect()
+            sizes.append(tracemalloc.get_traced_memory()[0])
+    tracemalloc.stop()
+    assert sizes[1] - sizes[0] < 2_000_000, sizes
+
+
+def test_no_warnings_in_a_clean_loop(lmdb_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(lmdb_path, True, epochs=1)
