@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, capture: bool) -> tuple[list[float], float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=pathlib.Path, default=pathlib.Path("data/mnist_lmdb"),
-                   help="Caffe2 LMDB of MNIST-like JPEGs")
+                   help="Caffe2 LMDB of MNIST-like JPEGs (built if missing)")
     p.add_argument("--epochs", type=int, default=3, help="epochs per mode (the first is warm-up)")
     p.add_argument("--batch-size", type=int, default=64)
     a = p.parse_args(argv)
@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         print(ndd.plugins.report())
         return 2
     if not (a.data / "data.mdb").exists():
-        print(f"No Caffe2 LMDB at {a.data} (expected {a.data / 'data.mdb'}); pass --data")
-        return 2
+        from make_demo_dataset import build
+
+        build(a.data)
     eager, eager_loss = run(a, capture=False)
     captured, capture_loss = run(a, capture=True)
     e, c = statistics.mean(eager[1:] or eager), statistics.mean(captured[1:] or captured)
