@@ -145,6 +145,8 @@ class CaptureLoop:
         self.feeder_ids: dict[int, int] = {}  # id(es) -> node id of its outputs
         self.fed: set[int] = set()  # feeders read in the current step
         self.root: Any = None  # the ExternalSource driving the loop, if any
+        self.reader: Any = None  # the reader driving the loop, if any
+        self.rebase = False
         _tls.last_report = self.report
 
     # -- call-site identity ---------------------------------------------------------------
@@ -470,6 +472,28 @@ class CaptureLoop:
             tr.clone = tr.rng.clone()  # the live state at the start of the next step
         self.worker = Worker(source, self.compute, self.depth)
 
+    def restart_source(self) -> None:
+        """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and
+        re-read from the new position with the same graph; RNG schedules are re-based at
+        the next step."""
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+        old, self.source = self.source, _continuous(self.reader, self.batch_size)
+        if old is not None:
+            old.close()
+        self.carry = None
+        self.rebase = True
+
+    def _rebase(self) -> None:
+        """Take the RNGs' current positions as the start of the next step (after a restore)."""
+        self.rebase = False
+        for tr in self.rng_tracks.values():
+            tr.version = tr.rng._version
+            tr.start = tr.rng._draws - (self.rel_step + 1) * tr.period  # the next step starts here
+        if self.nodes and not self.eager_only and self.step >= self.trace_step:
+            self.start_worker(self.source)
+
     def end_step(self) -> None:
         """After a replayed step: every feeder must have been read."""
         for es in self.feeders:
@@ -555,11 +579,12 @@ def _frame_live(frame: Any) -> bool:
 
 
 def _continuous(reader: Any, batch_size: int) -> Iterator:
-    """The reader's batches across epochs, tagged with the epoch number and reader state."""
+    """The reader's batches across epochs, tagged with the epoch number and the reader's
+    state after the batch (what ``get_state`` reports while the loop holds that batch)."""
     ep = 0
     while True:
         for outs in reader._epoch(batch_size):
-            yield (ep, getattr(reader, "_cursor", None)), outs
+            yield (ep, reader._state()), outs
         ep += 1
 
 
@@ -571,9 +596,11 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
     if loop is None or loop.invalid:
         ctx = ctx or EvalContext.current()
         loop = CaptureLoop(batch_size, ctx, capture == "strict", DEFAULT_DEPTH)
+        loop.reader = reader
         reader._capture_loop = loop
         loop.source = _continuous(reader, batch_size)
         weakref.finalize(reader, _finalize, loop)
+        reader._before_restore.append(loop.restart_source)
     return _reader_steps(reader, loop)
 
 
@@ -593,6 +620,8 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
     while True:
         if loop.invalid:
             raise RuntimeError("The capture-mode loop was invalidated and cannot continue.")
+        if loop.rebase:
+            loop._rebase()
         if loop.step < 0 or loop.eager_only:  # trace (or the eager fallback after an empty trace)
             extra, outs = loop.carry if loop.carry is not None else next(loop.source)
             loop.carry = None
@@ -618,7 +647,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
         frame = sys._getframe(1)
         loop.begin_step(frame)
         loop.current = vals or {}
-        reader._capture_cursor = extra[1]
+        reader._loop_state = extra[1]
         wrapped = rebuild([_captured(b, (0, k), loop.step) for k, b in enumerate(src)])
         if loop.eager_only:
             yield outs

@@ -111,6 +111,10 @@ class Reader:
         self._started = False
         self._epoch_iter: Iterator | None = None
         self._invalid: str | None = None
+        # Set by a driver that reads ahead of the loop (capture mode): the state as the
+        # loop sees it, and callbacks that stop the read-ahead before set_state moves the reader.
+        self._loop_state: dict | None = None
+        self._before_restore: list = []
 
     # -- hooks for subclasses ---------------------------------------------------------
     def _epoch(self, batch_size: int | None) -> Iterator:
@@ -225,7 +229,8 @@ class Reader:
                 "Cannot get the reader's state before its first iteration; iterate it once, "
                 "or call set_state() to start from a saved position."
             )
-        return ReaderState.from_dict(type(self).__qualname__, self._state())
+        state = self._loop_state if self._loop_state is not None else self._state()
+        return ReaderState.from_dict(type(self).__qualname__, state)
 
     def set_state(self, state: ReaderState | str | bytes) -> None:
         """Resume from ``state`` (turns checkpointing on).
@@ -240,8 +245,11 @@ class Reader:
                 f"This state belongs to a {data['type']} reader, not {type(self).__qualname__}"
             )
         self._close_previous_epoch()
+        for callback in self._before_restore:
+            callback()
         self._checkpointing = True
         self._restore(data["state"])
+        self._loop_state = None
         self._started = True
 
     def _invalidate(self, message: str) -> None:
