@@ -7,6 +7,9 @@ import pytest
 
 import ndd
 
+# Capture mode is independent of EvalMode: every test here runs under all four.
+pytestmark = pytest.mark.usefixtures("eval_mode")
+
 B = 4
 
 

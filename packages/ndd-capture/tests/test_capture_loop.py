@@ -14,6 +14,9 @@ import ndd
 import ndd.types as types
 from ndd.capture import CaptureError, invariant
 
+# Capture mode is independent of EvalMode: every test here runs under all four.
+pytestmark = pytest.mark.usefixtures("eval_mode")
+
 B = 8
 
 
@@ -46,7 +49,7 @@ def assert_same(a, b):
     assert a[1] == b[1]
 
 
-def test_parity_with_eager(lmdb_path, eval_mode):
+def test_parity_with_eager(lmdb_path):
     assert_same(run(lmdb_path, False), run(lmdb_path, True))
 
 
@@ -274,3 +277,34 @@ def test_no_warnings_in_a_clean_loop(lmdb_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run(lmdb_path, True, epochs=1)
+
+
+def test_report_printed_with_env(lmdb_path, monkeypatch, capsys):
+    monkeypatch.setenv("NDD_CAPTURE_REPORT", "1")
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        ndd.decoders.image(jpegs)
+    err = capsys.readouterr().err
+    assert err.count("1/1 call sites captured") == 2  # after tracing and at the end of the loop
+
+
+def test_prefetch_depth_setting(lmdb_path):
+    with pytest.raises(ValueError, match="positive integer"):
+        ndd.capture.set_prefetch_depth(0)
+    ndd.capture.set_prefetch_depth(5)
+    try:
+        assert_same(run(lmdb_path, False, epochs=2), run(lmdb_path, True, epochs=2))
+        assert ndd.readers.Caffe2(path=lmdb_path) is not None
+    finally:
+        ndd.capture.set_prefetch_depth(2)
+
+
+def test_eval_context_is_fixed(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.raises(RuntimeError, match="Cannot change EvalContext for a capture-mode loop"):
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            if i == 0:
+                ndd.decoders.image(jpegs)
+            else:
+                with ndd.EvalContext():
+                    ndd.decoders.image(jpegs)

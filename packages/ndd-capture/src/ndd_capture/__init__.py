@@ -13,11 +13,20 @@ from __future__ import annotations
 from ndd.plugins import get_op_call_hook, set_op_call_hook
 
 from ._invariant import invariant, is_invariant, unwrap_invariant, unwrap_invariants
-from ._loop import CapturedBatch, CaptureError, _tls, external_source_epoch, feed, hook, reader_epoch
+from ._loop import (
+    CapturedBatch,
+    CaptureError,
+    _tls,
+    external_source_epoch,
+    feed,
+    hook,
+    reader_epoch,
+    set_prefetch_depth,
+)
 from ._report import RUNTIME_CODES, CaptureReport, Fallback, SiteRecord
 
 __all__ = ["external_source_epoch", "feed", "reader_epoch", "CaptureError", "CaptureReport", "CapturedBatch", "Fallback", "SiteRecord", "invariant",
-           "is_invariant", "report", "reason_codes", "unwrap_invariant", "unwrap_invariants"]
+           "is_invariant", "report", "reason_codes", "set_prefetch_depth", "unwrap_invariant", "unwrap_invariants"]
 
 
 def report() -> CaptureReport | None:

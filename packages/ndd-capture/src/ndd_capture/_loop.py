@@ -41,9 +41,25 @@ from ._report import CaptureReport, Fallback, SiteRecord
 from ._source_analysis import analyze_call
 
 _tls = threading.local()
+_settings = {"depth": 2}
 RNG_ERROR = ("The RNG of a captured operator was used unexpectedly: the number of random draws per "
              "iteration changed or the RNG was modified outside the loop")
-DEFAULT_DEPTH = 2
+
+
+def set_prefetch_depth(depth: int) -> None:
+    """How many steps the pipeline computes ahead of the loop (ours; default 2).
+
+    Applies to loops created afterwards. More depth hides more jitter and holds more
+    batches in memory.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"prefetch depth must be a positive integer, got {depth!r}")
+    _settings["depth"] = depth
+
+
+def _print_report(loop: CaptureLoop) -> None:
+    if os.environ.get("NDD_CAPTURE_REPORT") == "1":
+        print(loop.report, file=sys.stderr)
 
 
 class CaptureError(RuntimeError):
@@ -425,8 +441,7 @@ class CaptureLoop:
                 raise RuntimeError(RNG_ERROR)
             tr.period = tr.rng._draws - tr.start
             tr.clone = tr.rng.clone()
-        if os.environ.get("NDD_CAPTURE_REPORT") == "1":
-            print(self.report, file=sys.stderr)
+        _print_report(self)
 
     def compute(self, item: Any) -> tuple[Any, dict[int, list[Batch]]]:
         """Worker side: run every node on one source item (in order, synchronously)."""
@@ -595,7 +610,7 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
     if loop is None or loop.invalid:
         ctx = ctx or EvalContext.current()
-        loop = CaptureLoop(batch_size, ctx, capture == "strict", DEFAULT_DEPTH)
+        loop = CaptureLoop(batch_size, ctx, capture == "strict", _settings["depth"])
         loop.reader = reader
         reader._capture_loop = loop
         loop.source = _continuous(reader, batch_size)
@@ -633,6 +648,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                 loop._teardown("pipeline error")
                 raise item.error
             if item is END:
+                _print_report(loop)
                 return
             extra, outs, vals = item
         ep = extra[0]
@@ -640,6 +656,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             epoch = ep
         elif ep != epoch:
             loop.carry = (extra, outs) if vals is None else (extra, outs, vals)
+            _print_report(loop)
             return
         tracing = loop.step < 0
         loop.tracing = tracing
@@ -690,7 +707,7 @@ def external_source_epoch(es: Any, batch_size: int, ctx: Any, strict: bool) -> I
     if loop is not None and loop.batch_size != batch_size:
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
     if loop is None or loop.invalid:
-        loop = CaptureLoop(batch_size, ctx or EvalContext.current(), bool(strict), DEFAULT_DEPTH)
+        loop = CaptureLoop(batch_size, ctx or EvalContext.current(), bool(strict), _settings["depth"])
         loop.root = es
         es._capture_loop = loop
     return _es_steps(es, loop)
@@ -722,6 +739,7 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
                     raise item.error
                 if item is END:
                     finished = True
+                    _print_report(loop)
                     return
                 extra, outs, vals = item
             es._role, es._owner = ROOT, loop
