@@ -65,7 +65,7 @@ def test_capture_pythons(session: nox.Session) -> None:
     """Capture on the other Python versions: call sites and source analysis differ per version."""
     session.install("pytest", CORE, PACKAGES["capture"], PACKAGES["readers"], PACKAGES["ops_cpu"])
     _pytest(session, f"{PACKAGES['capture']}/tests")
-_package_session("checkpoint")
+_package_session("checkpoint", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"], PACKAGES["capture"]))
 
 
 @nox.session(python=MAIN_PY)
@@ -116,3 +116,10 @@ def demo(session: nox.Session) -> None:
     """The main job: the MNIST-like training loop, eager then captured, with throughput."""
     session.install(TORCH, CORE, *PACKAGES.values())
     session.run("python", "examples/mnist_demo.py", *session.posargs, success_codes=[0])
+
+
+@nox.session(python=MAIN_PY)
+def bench_capture(session: nox.Session) -> None:
+    """Capture vs eager on the MNIST-like loop, with and without training (prints a table)."""
+    session.install(TORCH, CORE, *PACKAGES.values())
+    session.run("python", "benchmarks/bench_capture.py", *session.posargs)

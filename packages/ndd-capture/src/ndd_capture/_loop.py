@@ -443,38 +443,44 @@ class CaptureLoop:
             tr.clone = tr.rng.clone()
         _print_report(self)
 
-    def compute(self, item: Any) -> tuple[Any, dict[int, list[Batch]]]:
-        """Worker side: run every node on one source item (in order, synchronously)."""
+    def compute(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[Batch]]]:
+        """Worker side: run every node for the ``k``-th step after the worker started.
+
+        Random nodes draw from a private clone of their RNG placed where the live RNG
+        will be at that call: ``k`` periods past the clone base, plus the call's offset.
+        """
         extra, outs = item
         src, _ = _flatten(outs)
         vals: dict[int, list[Batch]] = {0: src}
         for es in self.feeders:
             try:
-                item = es._next_item()
+                fed = es._next_item()
             except StopIteration:
                 raise RuntimeError("A source was exhausted before the iteration ended") from None
-            vals[self.feeder_ids[id(es)]], _ = _flatten(es._convert(item, self.batch_size))
-        clones = {k: (tr, 0) for k, tr in self.rng_tracks.items()}
+            vals[self.feeder_ids[id(es)]], _ = _flatten(es._convert(fed, self.batch_size))
+        clones: dict[int, list] = {}
+        for key, tr in self.rng_tracks.items():
+            c = tr.clone.clone()
+            c.advance(k * tr.period)
+            clones[key] = [c, 0]
         with EvalMode.sync_cpu:
             for node in self.nodes:
                 args = tuple(None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1])
                              for s in node.inputs)
-                kw = {k: (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1]) for k, s in node.kwargs.items()}
+                kw = {k2: (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1]) for k2, s in node.kwargs.items()}
                 kw["batch_size"] = self.batch_size
                 if node.explicit_device is not None:
                     kw["device"] = node.explicit_device
                 if node.rng is not None:
-                    tr, pos = clones[id(node.rng)]
-                    tr.clone.advance(node.offset - pos)
-                    clones[id(node.rng)] = (tr, node.offset + 7)
-                    kw["rng"] = tr.clone
+                    slot = clones[id(node.rng)]
+                    slot[0].advance(node.offset - slot[1])
+                    slot[1] = node.offset + 7
+                    kw["rng"] = slot[0]
                 out = invoke(node.schema, args, kw)
                 out = list(out) if isinstance(out, tuple) else [out]
                 for o in out:
                     o.evaluate()
                 vals[node.id] = out
-        for tr, pos in clones.values():
-            tr.clone.advance(tr.period - pos)
         return extra, outs, vals
 
     def _teardown(self, why: str) -> None:
@@ -485,7 +491,7 @@ class CaptureLoop:
     def start_worker(self, source: Iterator) -> None:
         for tr in self.rng_tracks.values():
             tr.clone = tr.rng.clone()  # the live state at the start of the next step
-        self.worker = Worker(source, self.compute, self.depth)
+        self.worker = Worker(source, self.compute, self.depth, self.ctx.num_threads)
 
     def restart_source(self) -> None:
         """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and

@@ -1,17 +1,21 @@
-"""The worker that runs the captured graph ahead of the Python loop.
+"""The workers that run the captured graph ahead of the Python loop.
 
-It pulls the next source item, computes every captured node for that step and puts
-the results in a bounded queue (``depth`` steps ahead). When the queue stays full for
-a while (the loop stopped consuming: a ``break``, an exception in the body) the
-thread parks — it exits, keeping its next item — and the consumer restarts it on
-demand. So no thread outlives a loop that is no longer used, and a dropped reader
-can be garbage-collected.
+Steps are numbered in the order their source items are read; each worker thread takes
+the next number, reads that item (under the lock, so the source is read in order),
+computes every node for it outside the lock, and files the result. The consumer takes
+results strictly in order. At most ``depth`` steps are read ahead of the consumer, and
+several threads compute different steps at once (OpenCV, JPEG decoding and large NumPy
+operations release the GIL, so two cores are used).
+
+A thread that finds no room for ``_PARK_AFTER_S`` exits ("parks"); the consumer starts
+threads again on demand. So no thread outlives a loop nobody consumes any more, and a
+dropped reader can be garbage-collected.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,7 +23,7 @@ _PARK_AFTER_S = 0.5
 
 
 class Failure:
-    """An exception raised by the worker, delivered in order."""
+    """An exception raised while reading or computing a step, delivered in order."""
 
     __slots__ = ("error",)
 
@@ -31,76 +35,83 @@ END = object()  # the source is exhausted
 
 
 class Worker:
-    """Runs ``compute(item)`` for each item of ``source`` on a parking background thread."""
+    """Computes ``compute(item, k)`` for the source's items on up to ``threads`` threads."""
 
-    def __init__(self, source: Iterator, compute: Callable[[Any], Any], depth: int) -> None:
+    def __init__(self, source: Iterator, compute: Callable[[Any, int], Any], depth: int,
+                 threads: int = 1) -> None:
         self._source = source
         self._compute = compute
-        self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._pending: Any = None
+        self._depth = max(1, depth)
+        self._max_threads = max(1, min(threads, self._depth))
+        self._cv = threading.Condition()
+        self._threads: set[threading.Thread] = set()
+        self._results: dict[int, Any] = {}
+        self._next_read = 0
+        self._next_get = 0
         self._finished = False
         self._stop = False
 
     def _run(self) -> None:
-        while not self._stop:
-            item = self._pending
-            self._pending = None
-            if item is None:
-                try:
-                    item = self._compute(next(self._source))
-                except StopIteration:
-                    item, self._finished = END, True
-                except BaseException as e:  # noqa: BLE001 - delivered to the consumer
-                    item, self._finished = Failure(e), True
-            while True:
-                if self._stop:
+        me = threading.current_thread()
+        while True:
+            with self._cv:
+                deadline = time.monotonic() + _PARK_AFTER_S
+                while not (self._stop or self._finished) and self._next_read - self._next_get >= self._depth:
+                    left = deadline - time.monotonic()
+                    if left <= 0:  # nobody consumes: park
+                        self._threads.discard(me)
+                        return
+                    self._cv.wait(left)
+                if self._stop or self._finished:
+                    self._threads.discard(me)
                     return
+                k = self._next_read
+                self._next_read += 1
                 try:
-                    self._queue.put(item, timeout=_PARK_AFTER_S)
-                    break
-                except queue.Full:
-                    with self._lock:
-                        if self._queue.full():  # nobody is consuming: park
-                            self._pending = item
-                            self._thread = None
-                            return
-            if item is END or isinstance(item, Failure):
-                with self._lock:
-                    self._thread = None
-                return
+                    item = next(self._source)
+                except StopIteration:
+                    self._finished = True
+                    self._results[k] = END
+                    self._cv.notify_all()
+                    continue
+                except BaseException as e:  # noqa: BLE001 - delivered to the consumer
+                    self._finished = True
+                    self._results[k] = Failure(e)
+                    self._cv.notify_all()
+                    continue
+            try:
+                out = self._compute(item, k)
+            except BaseException as e:  # noqa: BLE001 - delivered to the consumer
+                out = Failure(e)
+            with self._cv:
+                self._results[k] = out
+                self._cv.notify_all()
 
-    def _ensure_running(self) -> None:
-        with self._lock:
-            if self._thread is None and not self._stop and (self._pending is not None or not self._finished):
-                t = threading.Thread(target=self._run, name="ndd-capture-worker", daemon=True)
-                self._thread = t
-                t.start()
+    def _start_threads(self) -> None:
+        while len(self._threads) < self._max_threads and not (self._stop or self._finished):
+            t = threading.Thread(target=self._run, name="ndd-capture-worker", daemon=True)
+            self._threads.add(t)
+            t.start()
 
     def get(self) -> Any:
-        """The next computed item (END when the source ran out, or a Failure)."""
-        while True:
-            self._ensure_running()
-            try:
-                return self._queue.get(timeout=0.05)
-            except queue.Empty:
-                continue
+        """The next step's result in order (END when the source ran out, or a Failure)."""
+        with self._cv:
+            while self._next_get not in self._results:
+                self._start_threads()
+                self._cv.wait(0.05)
+            item = self._results.pop(self._next_get)
+            self._next_get += 1
+            self._cv.notify_all()
+            return item
 
     def close(self) -> None:
-        """Stop the thread and drop queued items."""
-        self._stop = True
-        with self._lock:
-            t = self._thread
-        while True:
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
-        if t is not None and t is not threading.current_thread():
-            t.join(timeout=5)
-        self._pending = None
-
-    @property
-    def alive(self) -> bool:
-        return self._thread is not None
+        """Stop the threads and drop computed results."""
+        with self._cv:
+            self._stop = True
+            threads = list(self._threads)
+            self._cv.notify_all()
+        me = threading.current_thread()
+        for t in threads:
+            if t is not me:
+                t.join(timeout=5)
+        self._results.clear()

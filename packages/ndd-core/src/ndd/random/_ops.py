@@ -12,6 +12,7 @@ variable number of draws, which stays inside the call).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,10 +71,13 @@ def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, 
     transforms give the same values either way) and the result is one dense array.
     """
     n = ctx.batch_size
-    shapes = [_shape_of(args, inputs, i, like) for i in range(n)]
-    for s in shapes:
-        _check_shape(ctx.op, s)
-    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+    if args.is_per_sample("shape") or (like is not None and like < len(inputs) and inputs[like] is not None):
+        shapes = [_shape_of(args, inputs, i, like) for i in range(n)]
+        for s in shapes:
+            _check_shape(ctx.op, s)
+    else:  # one shape for every sample (checked at the call)
+        shapes = [_shape_of(args, inputs, 0, None)] * n
+    sizes = [math.prod(s) for s in shapes]
     sub = RNG.from_words(ctx.random_state)
     words = sub.draw_words(sum(sizes) * words_per_value)
     if n and all(s == shapes[0] for s in shapes) and not any(args.is_per_sample(a) for a in uniform_args):
