@@ -308,3 +308,22 @@ def test_eval_context_is_fixed(lmdb_path):
             else:
                 with ndd.EvalContext():
                     ndd.decoders.image(jpegs)
+
+
+def test_set_state_inside_the_body_ends_the_epoch_as_in_eager_mode(lmdb_path):
+    steps = {}
+    for capture in (False, True):
+        reader = ndd.readers.Caffe2(path=lmdb_path, enable_checkpointing=True)
+        n, saved = 0, None
+        for jpegs, _ in reader.next_epoch(batch_size=B, capture=capture):
+            ndd.decoders.image(jpegs)
+            n += 1
+            if n == 1:
+                saved = reader.get_state()
+            if n == 3:
+                reader.set_state(saved)
+        first = [np.asarray(ndd.as_tensor(lab)).ravel().tolist()
+                 for _, lab in reader.next_epoch(batch_size=B, capture=capture)][0]
+        steps[capture] = (n, first)
+    assert steps[False] == steps[True] and steps[True][0] == 3
+    assert steps[True][1] == [i % 10 for i in range(B, 2 * B)]

@@ -163,6 +163,7 @@ class CaptureLoop:
         self.root: Any = None  # the ExternalSource driving the loop, if any
         self.reader: Any = None  # the reader driving the loop, if any
         self.rebase = False
+        self.generation = 0  # bumped by set_state: a running epoch iterator then ends (as in eager mode)
         _tls.last_report = self.report
 
     # -- call-site identity ---------------------------------------------------------------
@@ -505,6 +506,7 @@ class CaptureLoop:
             old.close()
         self.carry = None
         self.rebase = True
+        self.generation += 1
 
     def _rebase(self) -> None:
         """Take the RNGs' current positions as the start of the next step (after a restore)."""
@@ -638,7 +640,10 @@ def _finalize(loop: CaptureLoop) -> None:
 def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
     _tls.last_report = loop.report
     epoch = None
+    generation = loop.generation
     while True:
+        if loop.generation != generation:  # set_state moved the reader inside the body
+            return
         if loop.invalid:
             raise RuntimeError("The capture-mode loop was invalidated and cannot continue.")
         if loop.rebase:
