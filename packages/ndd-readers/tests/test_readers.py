@@ -557,3 +557,21 @@ def test_caffe2_reads_a_larger_db_in_order(tmp_path):
     r = ndd.readers.Caffe2(path=tmp_path / "big", prefetch_queue_depth=2)
     labels = [v for _, lab in r.next_epoch(batch_size=64) for v in sum(as_list(lab), [])]
     assert labels == list(range(n)) + list(range(64 * 11 - n))
+
+
+def test_same_shape_outputs_are_dense_ragged_stay_lists(caffe2_db, tfrecord_file):
+    """Labels (all of shape (1,)) arrive as one dense array; encoded payloads of different
+    lengths stay a per-sample list; values are unchanged."""
+    img, lab = next(iter(ndd.readers.Caffe2(path=caffe2_db).next_epoch(batch_size=4)))
+    assert lab._batch_data().dense is not None and lab._batch_data().dense.shape == (4, 1)
+    assert img._batch_data().dense is None
+    assert as_list(lab) == [[0], [0], [0], [0]]
+    assert [bytes(np.asarray(t)) for t in img] == [payload(i) for i in range(4)]
+    path, index = tfrecord_file
+    r = ndd.readers.TFRecord(path=str(path), index_path=str(index), features={
+        "image": ndd.tfrecord.FixedLenFeature((), ndd.tfrecord.string, ""),
+        "box": ndd.tfrecord.FixedLenFeature([4], ndd.tfrecord.float32, 0.0)})
+    out = next(iter(r.next_epoch(batch_size=3)))
+    box = out["box"]
+    assert box._batch_data().dense is not None
+    np.testing.assert_array_equal(np.asarray(box.tensors[2]), np.arange(4, dtype=np.float32) + 2)

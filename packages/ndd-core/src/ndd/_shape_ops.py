@@ -55,6 +55,23 @@ def _uniform(ctx: KernelContext, bd: BatchData, args: KernelArgs, names: Sequenc
     return bd.dense is not None and not any(args.is_per_sample(n) for n in names)
 
 
+def _dense(bd: BatchData, args: KernelArgs, names: Sequence[str]) -> np.ndarray | None:
+    """The batch as one array with a leading batch dimension when one NumPy call can serve
+    every sample (none of ``names`` is per sample); None otherwise.
+
+    A dense batch is used as it is (the result is a zero-copy view); a list of samples
+    that share a shape (e.g. a reader's per-sample labels) is stacked once, which is
+    ~10x cheaper than a per-sample loop for 64 small samples."""
+    if any(args.is_per_sample(n) for n in names):
+        return None
+    if bd.dense is not None:
+        return bd.dense
+    samples = bd.samples
+    if samples and bd.is_uniform():
+        return np.stack(samples)
+    return None
+
+
 def _checked(ctx: KernelContext, samples: list) -> list:
     """Per-sample results; ValueError when their ndim differs from the inferred one."""
     want = ctx.output_meta[0].ndim
@@ -160,10 +177,11 @@ _RESHAPE_ARGS = ("shape", "rel_shape", "src_dims")
 def _reshape_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd = inputs[0]
     shp_in = inputs[1] if len(inputs) > 1 else None
-    if shp_in is None and _uniform(ctx, bd, args, _RESHAPE_ARGS):
-        in_shape = bd.dense.shape[1:]
+    d = _dense(bd, args, _RESHAPE_ARGS) if shp_in is None else None
+    if d is not None:
+        in_shape = d.shape[1:]
         target = _target_shape(in_shape, args["shape"], args["rel_shape"], args["src_dims"])
-        return bd.dense.reshape(bd.dense.shape[:1] + _fill_negative(in_shape, target))
+        return d.reshape(d.shape[:1] + _fill_negative(in_shape, target))
     out = []
     for i, s in enumerate(bd.samples):
         shape = shp_in.sample(i) if shp_in is not None else args.sample("shape", i)
@@ -218,8 +236,8 @@ def _squeeze_shape(shape: tuple, axes: tuple[int, ...]) -> tuple[int, ...]:
 def _squeeze_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd = inputs[0]
     layout = ctx.input_layouts[0]
-    if _uniform(ctx, bd, args, ("axes",)):
-        d = bd.dense
+    d = _dense(bd, args, ("axes",))
+    if d is not None:
         axes = _squeeze_axes("squeeze", args, d.ndim - 1, layout, args["axes"])
         return d.reshape(d.shape[:1] + _squeeze_shape(d.shape[1:], axes))
     out = []
@@ -267,8 +285,9 @@ def _expand_dims_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
 def _expand_dims_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     axes = _expand_axes(args["axes"], ctx.output_meta[0].ndim)
     bd = inputs[0]
-    if bd.dense is not None:
-        return np.expand_dims(bd.dense, tuple(a + 1 for a in axes))
+    d = _dense(bd, args, ())
+    if d is not None:
+        return np.expand_dims(d, tuple(a + 1 for a in axes))
     return [np.expand_dims(s, axes) for s in bd.samples]
 
 

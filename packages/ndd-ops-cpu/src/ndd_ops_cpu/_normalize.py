@@ -39,6 +39,70 @@ def _cmn_coefficients(op: str, args: KernelArgs, chans: list[int]) -> list[tuple
     return [one(i) for i in range(len(chans))]
 
 
+def _cmn_dense(op: str, bd: BatchData, args: KernelArgs, lay: str, inv: list[int], dt: np.dtype) -> Any:
+    """:func:`cmn_cpu` for a batch of one shape, one crop window inside the images and one
+    set of coefficients (``mirror`` may differ per sample): the same float32 operations
+    (``x * a`` then ``+ b``, per channel) as the per-sample path, so the result is bit for
+    bit the same, but done as one multiply and one add over the whole (N, ...) batch,
+    written straight into the output layout. None when the per-sample path must run.
+
+    Measured on 64 28x28 grey digits to CHW float32: ~40 µs against ~330 µs for the
+    per-sample loop (README).
+    """
+    x = bd.dense
+    if x is None:
+        if not bd.is_uniform():
+            return None
+        x = np.stack(bd.samples)
+    n = x.shape[0]
+    ha, wa, ca = lay.index("H"), lay.index("W"), lay.find("C")
+    hw = (x.shape[1 + ha], x.shape[1 + wa])
+    c = x.shape[1 + ca] if ca >= 0 else 1
+    wins = batch_windows(op, args, [hw] * n, args["out_of_bounds_policy"])
+    (y0, x0), (h, w) = wins[0]
+    if any(wi != wins[0] for wi in wins) or y0 < 0 or x0 < 0 or y0 + h > hw[0] or x0 + w > hw[1]:
+        return None
+    coefs = _cmn_coefficients(op, args, [c] * n)
+    a, b = coefs[0]
+    if any(ci is not coefs[0] and not (np.array_equal(ci[0], a) and np.array_equal(ci[1], b))
+           for ci in coefs):
+        return None
+    idx = [slice(None)] * x.ndim
+    idx[1 + ha], idx[1 + wa] = slice(y0, y0 + h), slice(x0, x0 + w)
+    src = x[tuple(idx)]
+    flip = [slice(None)] * x.ndim
+    flip[1 + wa] = slice(None, None, -1)
+    if args.is_per_sample("mirror"):
+        mirror = np.asarray(args.per_sample("mirror"), bool).reshape(n)
+        if mirror.all():
+            src = src[tuple(flip)]
+        elif mirror.any():
+            src = src.copy()
+            src[mirror] = src[mirror][tuple(flip)]
+    elif args["mirror"]:
+        src = src[tuple(flip)]
+    shape = list(src.shape[1:])
+    if ca >= 0 and args["pad_output"] and c < 4:
+        shape[ca] = 4
+    out_shape = tuple(shape[lay.index(ch)] for ch in args["output_layout"])
+    dense = np.empty((n, *out_shape), np.float32)
+    view = dense.transpose([0] + [1 + i for i in inv])  # written through, in the input layout
+    bshape = [1] * x.ndim
+    if ca >= 0:
+        bshape[1 + ca] = c
+        sel = [slice(None)] * x.ndim
+        sel[1 + ca] = slice(0, c)
+        vp = view[tuple(sel)]
+    else:
+        vp = view
+    np.multiply(src, a.reshape(bshape), out=vp, dtype=np.float32, casting="unsafe")
+    vp += b.reshape(bshape)
+    if ca >= 0 and view.shape[1 + ca] > c:
+        sel[1 + ca] = slice(c, None)
+        view[tuple(sel)] = 0
+    return dense if dt == np.float32 else cast_to(dense, dt)
+
+
 def cmn_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """Crop, mirror, ``(x - mean) / std * scale + shift``, pad channels, permute.
 
@@ -49,16 +113,20 @@ def cmn_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     write into one dense output array.
     """
     op = ctx.op
-    samples = inputs[0].samples
-    n = len(samples)
+    bd = inputs[0]
+    n = len(bd)
     if n == 0:
         return []
-    lay = image_layout(ctx, samples[0].ndim)
+    lay = image_layout(ctx, (bd.dense.ndim - 1) if bd.dense is not None else bd.samples[0].ndim)
     out_lay = args["output_layout"]
     ha, wa, ca = lay.index("H"), lay.index("W"), lay.find("C")
     inv = [out_lay.index(ch) for ch in lay]  # output axes in input-layout order
     dt = ctx.output_meta[0].dtype.numpy_dtype
     pad = args["pad_output"]
+    res = _cmn_dense(op, bd, args, lay, inv, dt)
+    if res is not None:
+        return res
+    samples = bd.samples
     chans = [s.shape[ca] if ca >= 0 else 1 for s in samples]
     wins = batch_windows(op, args, [(s.shape[ha], s.shape[wa]) for s in samples], args["out_of_bounds_policy"])
     mirror = np.asarray(args.per_sample("mirror"), bool).reshape(n)

@@ -74,7 +74,14 @@ def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
                         f"{ds.describe(indices[j])}: output {k} has dtype {a.dtype} and {a.ndim} dims, "
                         f"but {ds.describe(indices[0])} in the same batch has {a0.dtype} and {a0.ndim}"
                     )
-            outs.append(Batch._wrap(BatchData(samples=arrays), _dt(a0), lay, CPU, a0.ndim, len(arrays)))
+            # Samples of one shape (labels, fixed-size records) travel as one dense array,
+            # stacked once here on the read-ahead thread, so kernels downstream take their
+            # vectorised paths; ragged outputs (encoded images) stay a list.
+            if all(a.shape == a0.shape for a in arrays):
+                data = BatchData(dense=np.stack(arrays))
+            else:
+                data = BatchData(samples=arrays)
+            outs.append(Batch._wrap(data, _dt(a0), lay, CPU, a0.ndim, len(arrays)))
         outs = tuple(outs)
     if ds.names is not None:
         return dict(zip(ds.names, outs))
