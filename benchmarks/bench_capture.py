@@ -72,7 +72,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=str(ROOT / "data" / "mnist_lmdb"))
     p.add_argument("--epochs", type=int, default=4, help="epochs per run; the first is warm-up")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch intra-op threads (default 1: on a 2-core machine the loader's threads "
+                        "need the cores, and torch's spinning OpenMP threads slow a tiny model ~10x)")
     a = p.parse_args()
+    torch.set_num_threads(a.torch_threads)
     if not (pathlib.Path(a.data) / "data.mdb").exists():
         build(pathlib.Path(a.data))
     print(f"MNIST-like loop, batch {B}, {a.epochs - 1} timed epochs (median), torch threads "

@@ -83,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="Caffe2 LMDB of MNIST-like JPEGs (built if missing)")
     p.add_argument("--epochs", type=int, default=3, help="epochs per mode (the first is warm-up)")
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch intra-op threads (1 leaves the cores to the data pipeline)")
     a = p.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(a.torch_threads)
     missing = missing_pieces()
     if missing:
         print("The demo loop needs pieces that are not implemented yet:")
