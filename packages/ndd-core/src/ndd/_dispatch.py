@@ -25,16 +25,30 @@ op_call_hook: Any = None
 
 
 class PerSample:
-    """A per-sample argument: one NumPy value per sample (always on the CPU)."""
+    """A per-sample argument: one NumPy value per sample (always on the CPU).
 
-    __slots__ = ("values",)
+    Built from a dense batch it keeps the one array; ``values`` (the per-sample list)
+    is then made on first use, and ``array()`` costs nothing.
+    """
 
-    def __init__(self, values: list[np.ndarray]) -> None:
-        self.values = values
+    __slots__ = ("_values", "_dense")
+
+    def __init__(self, values: list[np.ndarray] | None = None, dense: np.ndarray | None = None) -> None:
+        self._values = values
+        self._dense = dense
+
+    @property
+    def values(self) -> list[np.ndarray]:
+        if self._values is None:
+            d = self._dense
+            self._values = [d[i, ...] for i in range(len(d))]
+        return self._values
 
     def array(self) -> np.ndarray:
         """All values stacked (they must share a shape)."""
-        return np.stack(self.values) if self.values else np.zeros((0,))
+        if self._dense is None:
+            self._dense = np.stack(self._values) if self._values else np.zeros((0,))
+        return self._dense
 
     def __repr__(self) -> str:
         return f"PerSample({self.values!r})"
@@ -250,7 +264,10 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
             for name, (spec, b) in batch_args.items():
                 bd = b.cpu()._batch_data() if b._device.device_type != "cpu" else b._batch_data()
                 npd = spec.sample_dtype
-                args[name] = PerSample([np.asarray(s, npd) for s in bd.samples])
+                if bd.dense is not None:
+                    args[name] = PerSample(dense=np.asarray(bd.dense, npd))
+                else:
+                    args[name] = PerSample([np.asarray(s, npd) for s in bd.samples])
         out = kernel(kc, bds, args)
         if not isinstance(out, tuple):
             out = (out,)
