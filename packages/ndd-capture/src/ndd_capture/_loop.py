@@ -29,10 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from ndd import Device, EvalContext, EvalMode
+from ndd import Device, EvalContext
 from ndd._batch import Batch
-from ndd._dispatch import invoke
+from ndd._dispatch import Plan, invoke
 from ndd._eval import _is_internal
+from ndd._schema import OutMeta
+from ndd._storage import BatchData
 from ndd.random._rng import LIVE_RNGS, RNG, get_default_rng
 
 from ._invariant import is_invariant, unwrap_invariants
@@ -80,11 +82,23 @@ def _captured(b: Batch, ref: tuple[int, int], step: int) -> CapturedBatch:
     return cb
 
 
+def _from_data(bd: Any, meta: Any, device: Device, batch_size: int, ref: tuple[int, int],
+               step: int) -> CapturedBatch:
+    cb = CapturedBatch._wrap(bd, meta.dtype, meta.layout, device, meta.ndim, batch_size)
+    cb._ref = ref
+    cb._step = step
+    return cb
+
+
+def _meta(b: Batch) -> OutMeta:
+    return OutMeta(b.dtype, b.ndim, b.layout)
+
+
 class Node:
     """One captured call: its op, where it was called and how to rebuild its arguments."""
 
     __slots__ = ("id", "schema", "key", "inputs", "kwargs", "device", "explicit_device", "rng",
-                 "offset", "n_out", "record")
+                 "offset", "n_out", "record", "out_meta", "in_layouts", "plan")
 
     def __init__(self, nid: int, schema: Any, key: tuple, inputs: list, kwargs: dict, device: Device,
                  explicit_device: Device | None, rng: RNG | None, offset: int, n_out: int,
@@ -100,6 +114,9 @@ class Node:
         self.offset = offset
         self.n_out = n_out
         self.record = record
+        self.out_meta: list[OutMeta] = []
+        self.in_layouts: list = []
+        self.plan: Plan | None = None
 
 
 class _RNGTrack:
@@ -160,6 +177,7 @@ class CaptureLoop:
         self.feeders: list[Any] = []  # ExternalSource instances read in the body, in trace order
         self.feeder_ids: dict[int, int] = {}  # id(es) -> node id of its outputs
         self.fed: set[int] = set()  # feeders read in the current step
+        self.feeder_meta: dict[int, list[OutMeta]] = {}
         self.root: Any = None  # the ExternalSource driving the loop, if any
         self.reader: Any = None  # the reader driving the loop, if any
         self.rebase = False
@@ -237,6 +255,8 @@ class CaptureLoop:
         if node is None:
             node = Node(len(self.nodes) + 1, schema, key, in_spec, kw_spec, dev, explicit,
                         rng if isinstance(rng, RNG) else None, offset, len(outs), rec)
+            node.out_meta = [_meta(o) for o in outs]
+            node.in_layouts = [x._layout if isinstance(x, Batch) else None for x in raw_in]
             self.nodes.append(node)
             self.sites[key] = node
             rec.captured, rec.code, rec.reason = True, None, None
@@ -409,7 +429,8 @@ class CaptureLoop:
             rng.advance(7)
         rec.replayed += 1
         outs = self.current[node.id]
-        wrapped = tuple(_captured(o, (node.id, k), self.step) for k, o in enumerate(outs))
+        wrapped = tuple(_from_data(bd, m, node.device, self.batch_size, (node.id, k), self.step)
+                        for k, (bd, m) in enumerate(zip(outs, node.out_meta)))
         return wrapped if node.n_out > 1 else wrapped[0]
 
     # -- steps ------------------------------------------------------------------------------
@@ -442,46 +463,52 @@ class CaptureLoop:
                 raise RuntimeError(RNG_ERROR)
             tr.period = tr.rng._draws - tr.start
             tr.clone = tr.rng.clone()
+        self._build_plans()
         _print_report(self)
 
-    def compute(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[Batch]]]:
+    def _build_plans(self) -> None:
+        """Prepare every node once: constants converted, kernel chosen (the worker's fast path)."""
+        for node in self.nodes:
+            consts = {k: s[1] for k, s in node.kwargs.items() if s[0] != "ref"}
+            refs = [k for k, s in node.kwargs.items() if s[0] == "ref"]
+            node.plan = Plan(node.schema, consts, refs, node.in_layouts, node.out_meta, self.batch_size,
+                             node.device, self.ctx)
+            node.inputs = [s if s is None or s[0] == "ref" else ("data", _broadcast(s[1], self.batch_size))
+                           for s in node.inputs]
+
+    def compute(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[BatchData]]]:
         """Worker side: run every node for the ``k``-th step after the worker started.
 
-        Random nodes draw from a private clone of their RNG placed where the live RNG
-        will be at that call: ``k`` periods past the clone base, plus the call's offset.
+        Random nodes take their 7 words from a private clone of their RNG placed where
+        the live RNG will be at that call: ``k`` periods past the clone base, plus the
+        call's offset.
         """
         extra, outs = item
         src, _ = _flatten(outs)
-        vals: dict[int, list[Batch]] = {0: src}
+        vals: dict[int, list[BatchData]] = {0: [b._batch_data() for b in src]}
         for es in self.feeders:
             try:
                 fed = es._next_item()
             except StopIteration:
                 raise RuntimeError("A source was exhausted before the iteration ended") from None
-            vals[self.feeder_ids[id(es)]], _ = _flatten(es._convert(fed, self.batch_size))
+            flat, _ = _flatten(es._convert(fed, self.batch_size))
+            vals[self.feeder_ids[id(es)]] = [b._batch_data() for b in flat]
         clones: dict[int, list] = {}
         for key, tr in self.rng_tracks.items():
             c = tr.clone.clone()
             c.advance(k * tr.period)
             clones[key] = [c, 0]
-        with EvalMode.sync_cpu:
-            for node in self.nodes:
-                args = tuple(None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1])
-                             for s in node.inputs)
-                kw = {k2: (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1]) for k2, s in node.kwargs.items()}
-                kw["batch_size"] = self.batch_size
-                if node.explicit_device is not None:
-                    kw["device"] = node.explicit_device
-                if node.rng is not None:
-                    slot = clones[id(node.rng)]
-                    slot[0].advance(node.offset - slot[1])
-                    slot[1] = node.offset + 7
-                    kw["rng"] = slot[0]
-                out = invoke(node.schema, args, kw)
-                out = list(out) if isinstance(out, tuple) else [out]
-                for o in out:
-                    o.evaluate()
-                vals[node.id] = out
+        for node in self.nodes:
+            ins = [None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1])
+                   for s in node.inputs]
+            batch_args = {name: vals[s[1][0]][s[1][1]] for name, s in node.kwargs.items() if s[0] == "ref"}
+            state = None
+            if node.rng is not None:
+                slot = clones[id(node.rng)]
+                slot[0].advance(node.offset - slot[1])
+                slot[1] = node.offset + 7
+                state = slot[0].draw_words(7)
+            vals[node.id] = node.plan.run(ins, batch_args, state)
         return extra, outs, vals
 
     def _teardown(self, why: str) -> None:
@@ -549,12 +576,14 @@ class CaptureLoop:
                 self.feeders.append(es)
             outs = es._convert(es._next_item(), self.batch_size)
             flat, rebuild = _flatten(outs)
+            self.feeder_meta[nid] = [_meta(b) for b in flat]
             return rebuild([_captured(b, (nid, k), self.step) for k, b in enumerate(flat)])
         nid = self.feeder_ids.get(id(es))
         if nid is None:
             raise RuntimeError("ExternalSource wasn't seen during tracing")
         flat = self.current[nid]
-        wrapped = [_captured(b, (nid, k), self.step) for k, b in enumerate(flat)]
+        wrapped = [_from_data(bd, m, es._device, self.batch_size, (nid, k), self.step)
+                   for k, (bd, m) in enumerate(zip(flat, self.feeder_meta[nid]))]
         return tuple(wrapped) if es.num_outputs > 1 else wrapped[0]
 
     def release(self) -> None:
@@ -564,6 +593,16 @@ class CaptureLoop:
         for es in [*self.feeders, self.root]:
             if es is not None:
                 es._role, es._owner = UNUSED, None
+
+
+def _broadcast(value: Any, batch_size: int) -> BatchData:
+    """A constant input as this step's batch (the same sample for every entry)."""
+    from ndd import as_tensor
+
+    if isinstance(value, Batch):
+        return value._batch_data()
+    arr = as_tensor(value)._array()
+    return BatchData(samples=[arr] * batch_size)
 
 
 def _column(frame: Any) -> int:

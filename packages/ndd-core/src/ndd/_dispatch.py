@@ -7,6 +7,7 @@ Capture mode observes and replaces calls through one hook (see
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -163,6 +164,19 @@ def _missing_message(schema: OpSchema) -> str:
     return f"{name} has no kernel installed for any device"
 
 
+def _per_sample(spec: Arg, bd: BatchData) -> PerSample:
+    npd = spec.sample_dtype
+    if bd.dense is not None:
+        return PerSample(dense=np.asarray(bd.dense, npd))
+    return PerSample([np.asarray(s, npd) for s in bd.samples])
+
+
+def _outputs(out: Any) -> list[BatchData]:
+    if not isinstance(out, tuple):
+        out = (out,)
+    return [BatchData.of(o) for o in out]
+
+
 def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
     """Run one operator call under the current EvalMode (the eager path)."""
     op = schema.name
@@ -263,15 +277,8 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
         if batch_args:
             for name, (spec, b) in batch_args.items():
                 bd = b.cpu()._batch_data() if b._device.device_type != "cpu" else b._batch_data()
-                npd = spec.sample_dtype
-                if bd.dense is not None:
-                    args[name] = PerSample(dense=np.asarray(bd.dense, npd))
-                else:
-                    args[name] = PerSample([np.asarray(s, npd) for s in bd.samples])
-        out = kernel(kc, bds, args)
-        if not isinstance(out, tuple):
-            out = (out,)
-        return [BatchData.of(o) for o in out]
+                args[name] = _per_sample(spec, bd)
+        return _outputs(kernel(kc, bds, args))
 
     mode = EvalMode.current()
     inv = Invocation(run, mode, ctx)
@@ -297,3 +304,49 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
             for t in outs:
                 t._meta_extra = "random"
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class Plan:
+    """An operator call prepared once and run many times (ours; capture mode's pipeline).
+
+    The constant arguments are checked and converted once and the kernel is chosen
+    once; each :meth:`run` only takes this step's input batches, per-sample argument
+    batches and random state, and calls the kernel directly (no EvalMode, no lazy
+    results).
+    """
+
+    __slots__ = ("schema", "kernel", "device", "args", "specs", "out_meta", "batch_size", "layouts",
+                 "context")
+
+    def __init__(self, schema: OpSchema, const_kwargs: dict, batch_arg_names: Sequence[str],
+                 input_layouts: list, out_meta: list[OutMeta], batch_size: int, device: Device,
+                 context: EvalContext) -> None:
+        op = schema.name
+        args = KernelArgs(schema.defaults)
+        for name, v in const_kwargs.items():
+            spec = schema.args.get(name)
+            if spec is None:
+                raise TypeError(f"Operator `{op}` got an unexpected keyword argument '{name}'")
+            args[name] = convert_arg(op, name, spec, v)
+        if schema.validate is not None:
+            schema.validate(args)
+        _, self.kernel = _pick_kernel(schema, [], device)
+        self.schema = schema
+        self.device = device
+        self.args = args
+        self.specs = {name: schema.args[name] for name in batch_arg_names}
+        self.out_meta = out_meta
+        self.batch_size = batch_size
+        self.layouts = input_layouts
+        self.context = context
+
+    def run(self, inputs: list[BatchData | None], batch_args: dict[str, BatchData],
+            random_state: np.ndarray | None = None) -> list[BatchData]:
+        args = KernelArgs(self.args)
+        args.batch_size = self.batch_size
+        args.batch_args = {}
+        for name, bd in batch_args.items():
+            args[name] = _per_sample(self.specs[name], bd)
+        kc = KernelContext(self.schema.name, self.batch_size, True, self.device, self.context, random_state,
+                           self.layouts, self.out_meta)
+        return _outputs(self.kernel(kc, inputs, args))
