@@ -123,3 +123,10 @@ def bench_capture(session: nox.Session) -> None:
     """Capture vs eager on the MNIST-like loop, with and without training (prints a table)."""
     session.install(TORCH, CORE, *PACKAGES.values())
     session.run("python", "benchmarks/bench_capture.py", *session.posargs)
+
+
+@nox.session(python=MAIN_PY)
+def bench_readers(session: nox.Session) -> None:
+    """Reader samples/s (Caffe2 LMDB, File tree) vs a plain Python loop, and per-batch overhead."""
+    session.install(CORE, PACKAGES["readers"], PACKAGES["ops_cpu"])
+    session.run("python", "benchmarks/bench_readers.py", *session.posargs)

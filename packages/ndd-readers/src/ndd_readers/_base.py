@@ -32,6 +32,16 @@ def _dt(a: np.ndarray) -> DType:
     return d
 
 
+Column = list[np.ndarray] | np.ndarray
+"""One output of a batch: the per-sample arrays, or one array stacking samples that
+share dtype and shape along a new leading axis."""
+
+
+def columns(samples: list[tuple[np.ndarray, ...]]) -> list[Column]:
+    """Per-sample output tuples as per-output lists."""
+    return [list(col) for col in zip(*samples)]
+
+
 class Dataset:
     """Random access to a reader's samples.
 
@@ -49,6 +59,15 @@ class Dataset:
     def read(self, i: int) -> tuple[np.ndarray, ...]:
         raise NotImplementedError
 
+    def read_many(self, indices: list[int]) -> list[Column]:
+        """The outputs of samples ``indices``, one :data:`Column` per output.
+
+        The default reads sample by sample; datasets override it to read a batch at
+        once. A column may be a dense array only when every sample's array has the same
+        dtype and shape; errors must be those ``read`` would raise, in the same order.
+        """
+        return columns([self.read(i) for i in indices])
+
     def describe(self, i: int) -> str:
         """Names sample ``i`` (file, record) for error messages."""
         return f"sample {i}"
@@ -59,29 +78,34 @@ class Dataset:
 
 def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
     """Read ``indices`` and wrap them as a tuple (or dict) of Batches or of Tensors."""
-    samples = [ds.read(i) for i in indices]
-    first = samples[0]
-    layouts = ds.layouts or (None,) * len(first)
     if not batch_mode:
+        first = [ds.read(i) for i in indices][0]
+        layouts = ds.layouts or (None,) * len(first)
         outs = tuple(Tensor._wrap(a, _dt(a), lay, CPU, a.ndim) for a, lay in zip(first, layouts))
     else:
+        cols = ds.read_many(indices)
+        layouts = ds.layouts or (None,) * len(cols)
         outs = []
-        for k, (a0, lay) in enumerate(zip(first, layouts)):
-            arrays = [s[k] for s in samples]
-            for j, a in enumerate(arrays):
-                if a.dtype != a0.dtype or a.ndim != a0.ndim:
+        for k, (col, lay) in enumerate(zip(cols, layouts)):
+            if isinstance(col, np.ndarray):  # already dense (the dataset checked the samples)
+                outs.append(Batch._wrap(BatchData(dense=col), _dt(col), lay, CPU, col.ndim - 1, len(col)))
+                continue
+            a0 = col[0]
+            dtype, ndim, shape = a0.dtype, a0.ndim, a0.shape
+            same_shape = True
+            for j, a in enumerate(col):
+                if a.dtype != dtype or a.ndim != ndim:
                     raise ValueError(
                         f"{ds.describe(indices[j])}: output {k} has dtype {a.dtype} and {a.ndim} dims, "
                         f"but {ds.describe(indices[0])} in the same batch has {a0.dtype} and {a0.ndim}"
                     )
+                if same_shape and a.shape != shape:
+                    same_shape = False
             # Samples of one shape (labels, fixed-size records) travel as one dense array,
             # stacked once here on the read-ahead thread, so kernels downstream take their
             # vectorised paths; ragged outputs (encoded images) stay a list.
-            if all(a.shape == a0.shape for a in arrays):
-                data = BatchData(dense=np.stack(arrays))
-            else:
-                data = BatchData(samples=arrays)
-            outs.append(Batch._wrap(data, _dt(a0), lay, CPU, a0.ndim, len(arrays)))
+            data = BatchData(dense=np.stack(col)) if same_shape else BatchData(samples=col)
+            outs.append(Batch._wrap(data, _dt(a0), lay, CPU, ndim, len(col)))
         outs = tuple(outs)
     if ds.names is not None:
         return dict(zip(ds.names, outs))
@@ -229,8 +253,19 @@ def matches(name: str, patterns: Sequence[str], case_sensitive: bool) -> bool:
 
 def read_bytes(path: str, what: str) -> np.ndarray:
     """The bytes of a file as a writable uint8 1-D array (ValueError naming the file)."""
+    # open + fstat + readinto a preallocated array: about half the cost of np.fromfile
+    # for small files (which seeks and tells), and the array owns its memory.
     try:
-        return np.fromfile(path, dtype=np.uint8)
+        with open(path, "rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            out = np.empty(size, np.uint8)
+            got = f.readinto(out)
+            while got < size:  # a short read: keep reading until the end of the file
+                k = f.readinto(memoryview(out)[got:])
+                if not k:
+                    return out[:got].copy()
+                got += k
+            return out
     except OSError as e:
         raise ValueError(f"{path}: cannot read {what}: {e.strerror or e}") from None
 

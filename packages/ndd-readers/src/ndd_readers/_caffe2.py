@@ -173,6 +173,96 @@ def _indices(values: np.ndarray, num_labels: int, what: str) -> np.ndarray:
     return idx
 
 
+_decode_varint = pw.decode_varint
+
+
+def fast_image_label(buf: bytes) -> tuple[int, int, int] | None:
+    """Slice the overwhelmingly common record layout without decoding it generally.
+
+    The layout is exactly two protos and nothing else: ``protos[0]`` = optional
+    unpacked ``dims`` varints, ``data_type=STRING`` and one ``string_data``, in that
+    order; ``protos[1]`` = ``data_type=INT32`` and one ``int32_data`` value, packed or
+    unpacked.  For such a record, returns ``(a, b, label)``: the image is ``buf[a:b]``
+    and ``label`` the int32 label, exactly what :func:`parse_caffe2_record` yields with
+    ``image_available=True, label_type=0`` and no additional inputs or bbox.  For
+    anything else (other field orders, names, float labels, extra protos, malformed
+    data) returns None, and the caller uses the general parser, which produces the
+    outputs or the error.  Every field boundary is checked against its message's end,
+    so a record accepted here is one the general parser decodes the same way.
+    """
+    end = len(buf)
+    try:
+        if buf[0] != 0x0A:  # protos[0], length-delimited
+            return None
+        n = buf[1]
+        p = 2
+        if n >= 0x80:  # two-byte lengths inline, longer ones by the general decoder
+            if buf[2] < 0x80:
+                n = (n & 0x7F) | (buf[2] << 7)
+                p = 3
+            else:
+                n, p = _decode_varint(buf, 1, end)
+        e0 = p + n
+        if e0 > end:
+            return None
+        t = buf[p]
+        while t == 0x08:  # dims, unpacked varint: skip it
+            q = p = p + 1
+            while buf[p] >= 0x80:
+                p += 1
+            p += 1
+            if p - q > 10 or p > e0:
+                return None
+            t = buf[p]
+        # data_type = STRING, then string_data (field 6, length-delimited)
+        if t != 0x10 or buf[p + 1] != STRING or buf[p + 2] != 0x32:
+            return None
+        n = buf[p + 3]
+        p += 4
+        if n >= 0x80:
+            if buf[p] < 0x80:
+                n = (n & 0x7F) | (buf[p] << 7)
+                p += 1
+            else:
+                n, p = _decode_varint(buf, p - 1, e0)
+        a = p
+        if p + n != e0 or buf[e0] != 0x0A:  # the image fills protos[0]; protos[1] follows
+            return None
+        n = buf[e0 + 1]
+        p = e0 + 2
+        # protos[1] ends the record and starts with data_type = INT32
+        if n >= 0x80 or p + n != end or buf[p] != 0x10 or buf[p + 1] != INT32:
+            return None
+        t = buf[p + 2]
+        if t == 0x22:  # packed int32_data holding exactly one varint
+            n = buf[p + 3]
+            p += 4
+            if n >= 0x80 or p + n != end:
+                return None
+        elif t == 0x20:  # one unpacked int32_data value
+            p += 3
+        else:
+            return None
+        v = buf[p]
+        if v >= 0x80 or p + 1 != end:
+            v, p = _decode_varint(buf, p, end)
+            if p != end:
+                return None
+            v = ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000  # int64 -> int32, as astype
+        return a, e0, v
+    except (IndexError, pw.DecodeError):
+        return None
+
+
+def _check_args(label_type: int, num_labels: int, additional_inputs: int) -> None:
+    if label_type not in (0, 1, 2, 3, 4):
+        raise ValueError(f"label_type must be 0..4, got {label_type}")
+    if label_type in (MULTI_LABEL_SPARSE, MULTI_LABEL_WEIGHTED_SPARSE) and num_labels < 1:
+        raise ValueError(f"num_labels must be >= 1 for label_type {label_type}, got {num_labels}")
+    if additional_inputs < 0:
+        raise ValueError(f"additional_inputs must be >= 0, got {additional_inputs}")
+
+
 def parse_caffe2_record(
     value: pw.Buffer,
     *,
@@ -190,12 +280,30 @@ def parse_caffe2_record(
     ``source`` names the record in error messages.  Malformed records raise
     ``ValueError``.
     """
-    if label_type not in (0, 1, 2, 3, 4):
-        raise ValueError(f"label_type must be 0..4, got {label_type}")
-    if label_type in (MULTI_LABEL_SPARSE, MULTI_LABEL_WEIGHTED_SPARSE) and num_labels < 1:
-        raise ValueError(f"num_labels must be >= 1 for label_type {label_type}, got {num_labels}")
-    if additional_inputs < 0:
-        raise ValueError(f"additional_inputs must be >= 0, got {additional_inputs}")
+    _check_args(label_type, num_labels, additional_inputs)
+    if image_available and label_type == SINGLE_LABEL and not additional_inputs and not bbox \
+            and type(value) is bytes:
+        fast = fast_image_label(value)
+        if fast is not None:
+            a, b, label = fast
+            return np.frombuffer(value, np.uint8, b - a, a).copy(), np.array([label], np.int32)
+    return parse_caffe2_record_general(
+        value, image_available=image_available, label_type=label_type, num_labels=num_labels,
+        additional_inputs=additional_inputs, bbox=bbox, source=source)
+
+
+def parse_caffe2_record_general(
+    value: pw.Buffer,
+    *,
+    image_available: bool = True,
+    label_type: int = 0,
+    num_labels: int = 1,
+    additional_inputs: int = 0,
+    bbox: bool = False,
+    source: str = "record",
+) -> tuple[np.ndarray, ...]:
+    """:func:`parse_caffe2_record` without the fast path: decodes every proto."""
+    _check_args(label_type, num_labels, additional_inputs)
     try:
         protos = decode_tensor_protos(value)
     except pw.DecodeError as e:
@@ -359,6 +467,35 @@ class Caffe2Source:
         if value is None:
             raise RuntimeError(f"{self.describe(i)} is no longer in the database")
         return value
+
+    def read_many(self, indices: Sequence[int]) -> list[bytes | None]:
+        """The values of global records ``indices``, None for a key no longer stored.
+
+        Uses one read-only transaction per environment for the whole call (safe from
+        many threads, like :meth:`read`).  ``IndexError`` for an index out of range.
+        """
+        if not self._envs:
+            raise RuntimeError("Caffe2Source is closed")
+        if not indices:
+            return []
+        if len(self._envs) == 1 and 0 <= min(indices) and max(indices) < self._len:
+            keys = self._keys[0]
+            with self._envs[0].begin() as txn:
+                get = txn.get
+                return [get(keys[i]) for i in indices]
+        txns: dict[int, lmdb.Transaction] = {}
+        try:
+            out = []
+            for i in indices:
+                e, j = self._locate(i)
+                txn = txns.get(e)
+                if txn is None:
+                    txn = txns[e] = self._envs[e].begin()
+                out.append(txn.get(self._keys[e][j]))
+            return out
+        finally:
+            for txn in txns.values():
+                txn.abort()
 
     def close(self) -> None:
         """Close all environments; further reads raise ``RuntimeError``."""

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._base import Dataset, StreamReader, path_list
-from ._caffe2 import Caffe2Source, parse_caffe2_record
+from ._base import Column, Dataset, StreamReader, columns, path_list
+from ._caffe2 import Caffe2Source, fast_image_label, parse_caffe2_record
 
 
 class Caffe2Dataset(Dataset):
@@ -17,6 +17,9 @@ class Caffe2Dataset(Dataset):
     def __init__(self, paths: list[str], **parse_args: object) -> None:
         self.source = Caffe2Source(paths)
         self.args = parse_args
+        # the layout fast_image_label recognises yields exactly (image, single label)
+        self._fast = (parse_args["image_available"] and parse_args["label_type"] == 0
+                      and not parse_args["additional_inputs"] and not parse_args["bbox"])
         try:
             first = self.read(0)  # fails early for a database that is not Caffe2
         except BaseException:
@@ -29,11 +32,48 @@ class Caffe2Dataset(Dataset):
         return len(self.source)
 
     def read(self, i: int) -> tuple[np.ndarray, ...]:
-        value = self.source.read(i)
+        return self._parse(i, self.source.read(i))
+
+    def _parse(self, i: int, value: bytes) -> tuple[np.ndarray, ...]:
         try:
             return parse_caffe2_record(value, **self.args)
         except ValueError:  # parse again to name the record (kept off the fast path)
             return parse_caffe2_record(value, source=self.source.describe(i), **self.args)
+
+    def read_many(self, indices: list[int]) -> list[Column]:
+        """One LMDB transaction for the batch. Records of the common layout (see
+        :func:`fast_image_label`) are sliced directly and their labels gathered into one
+        ``(n, 1)`` int32 array; any other record goes through the general parser, in
+        order, so errors (and which record raises first) are those of :meth:`read`."""
+        values = self.source.read_many(indices)
+        fast = fast_image_label if self._fast else None
+        frombuffer, u8 = np.frombuffer, np.uint8
+        images: list[np.ndarray] = []
+        labels: list[int] = []
+        general: dict[int, tuple[np.ndarray, ...]] | None = None
+        for j, value in enumerate(values):
+            if value is None:
+                raise RuntimeError(f"{self.source.describe(indices[j])} is no longer in the database")
+            r = fast(value) if fast is not None else None
+            if r is not None:
+                a, b, label = r
+                images.append(frombuffer(value, u8, b - a, a).copy())
+                labels.append(label)
+                continue
+            if general is None:
+                general = {}
+            general[j] = self._parse(indices[j], value)
+        if general is None:
+            return [images, np.array(labels, np.int32).reshape(len(labels), 1)]
+        samples = []
+        k = 0
+        for j in range(len(values)):
+            s = general.get(j)
+            if s is None:
+                s = (images[k], np.array([labels[k]], np.int32))
+                k += 1
+            samples.append(s)
+        return columns(samples)
 
     def describe(self, i: int) -> str:
         return self.source.describe(i)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._base import Dataset, StreamReader, check_files, matches, read_bytes
+from ._base import Column, Dataset, StreamReader, check_files, matches, read_bytes
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 DEFAULT_FILE_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm",
@@ -22,12 +22,19 @@ class FileDataset(Dataset):
     def __init__(self, paths: list[str], labels: list[int]) -> None:
         self.paths = paths
         self.labels = [np.array([lab], dtype=np.int32) for lab in labels]
+        # all labels as one (n, 1) array: a batch's labels are one fancy-indexing away
+        self._label_column = np.array([lab[0] for lab in self.labels], np.int32).reshape(len(labels), 1)
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def read(self, i: int) -> tuple[np.ndarray, ...]:
         return read_bytes(self.paths[i], f"sample {i}"), self.labels[i].copy()
+
+    def read_many(self, indices: list[int]) -> list[Column]:
+        paths = self.paths
+        data = [read_bytes(paths[i], f"sample {i}") for i in indices]
+        return [data, self._label_column[indices]]
 
     def describe(self, i: int) -> str:
         return f"{self.paths[i]} (sample {i})"

@@ -186,15 +186,7 @@ class SampleStream:
 
     def _at_offset(self, offset: int) -> int:
         """Continuous-stream (no padding) index at ``offset``."""
-        a, b = self._range(self.shard_id, self.size)
-        if self.stick_to_shard:
-            g, r = divmod(offset, b - a)
-            lo, hi = a, b
-        elif offset < self.size - a:
-            g, r, lo, hi = 0, offset, a, self.size
-        else:
-            g, r = divmod(offset - (self.size - a), self.size)
-            g, lo, hi = g + 1, 0, self.size
+        g, lo, hi, r = self._run_at_offset(offset)
         if self._plain():
             return lo + r
         return int(self._segment(g, lo, hi)[r])
@@ -207,13 +199,58 @@ class SampleStream:
             return a + r
         return int(self._segment(epoch, a, b)[r])
 
+    def _run_at_offset(self, offset: int) -> tuple[int, int, int, int]:
+        """``(g, lo, hi, r)``: continuous-stream ``offset`` is position ``r`` of segment
+        ``g`` over ``[lo, hi)`` (as in :meth:`_at_offset`)."""
+        a, b = self._range(self.shard_id, self.size)
+        if self.stick_to_shard:
+            g, r = divmod(offset, b - a)
+            return g, a, b, r
+        if offset < self.size - a:
+            return 0, a, self.size, offset
+        g, r = divmod(offset - (self.size - a), self.size)
+        return g + 1, 0, self.size, r
+
+    def _stream_indices(self, offset: int, count: int) -> list[int]:
+        """``[_at_offset(offset + j) for j in range(count)]``, one segment run at a time."""
+        out: list[int] = []
+        plain = self._plain()
+        while count > 0:
+            g, lo, hi, r = self._run_at_offset(offset)
+            m = min(count, hi - lo - r)
+            if plain:
+                out.extend(range(lo + r, lo + r + m))
+            else:
+                out.extend(self._segment(g, lo, hi)[r:r + m].tolist())
+            offset += m
+            count -= m
+        return out
+
+    def _epoch_indices(self, epoch: int, pos: int, count: int) -> list[int]:
+        """``[_at_epoch(epoch, pos + j) for j in range(count)]``: the shard's data, then
+        its last sample repeated."""
+        a, b = self._range(self.shard_of(epoch), self.size)
+        n = b - a
+        stop = min(pos + count, n)
+        pad = pos + count - max(pos, n)
+        if self._plain():
+            out = list(range(a + pos, a + stop))
+            last = a + n - 1
+        else:
+            order = self._segment(epoch, a, b)
+            out = order[pos:stop].tolist()
+            last = int(order[n - 1])
+        if pad > 0:
+            out.extend([last] * pad)
+        return out
+
     def take(self, cur: Cursor, count: int, batch_size: int) -> tuple[list[int], Cursor]:
         """The next ``count`` indices after ``cur`` (all within ``cur.epoch``) and the
         cursor after them; a finished epoch rolls over to the next one."""
         if self.pad_last_batch:
-            idx = [self._at_epoch(cur.epoch, cur.pos + j) for j in range(count)]
+            idx = self._epoch_indices(cur.epoch, cur.pos, count)
         else:
-            idx = [self._at_offset(cur.offset + j) for j in range(count)]
+            idx = self._stream_indices(cur.offset, count)
         nxt = Cursor(cur.epoch, cur.pos + count, cur.offset + count)
         return idx, self.normalize(nxt, batch_size)
 
