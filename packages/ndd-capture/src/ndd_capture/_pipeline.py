@@ -34,15 +34,28 @@ class Failure:
 END = object()  # the source is exhausted
 
 
+HEAVY_STEP_S = 0.010  # mean step compute time from which more than one thread is used
+_PROBE_STEPS = 8
+
+
 class Worker:
-    """Computes ``compute(item, k)`` for the source's items on up to ``threads`` threads."""
+    """Computes ``compute(item, k)`` for the source's items on up to ``threads`` threads.
+
+    It starts with one thread and allows more only when the first steps show heavy
+    compute: light steps run mostly Python under the GIL, where a second thread only
+    adds contention (MNIST-like loop: 27.5k samples/s on one thread, 22.8k on two),
+    while heavy steps (large JPEG decodes, resizes) run in C with the GIL released.
+    """
 
     def __init__(self, source: Iterator, compute: Callable[[Any, int], Any], depth: int,
                  threads: int = 1) -> None:
         self._source = source
         self._compute = compute
         self._depth = max(1, depth)
-        self._max_threads = max(1, min(threads, self._depth))
+        self._allowed_threads = max(1, min(threads, self._depth))
+        self._max_threads = 1
+        self._timed = 0
+        self._time = 0.0
         self._cv = threading.Condition()
         self._threads: set[threading.Thread] = set()
         self._results: dict[int, Any] = {}
@@ -79,12 +92,18 @@ class Worker:
                     self._results[k] = Failure(e)
                     self._cv.notify_all()
                     continue
+            t0 = time.perf_counter()
             try:
                 out = self._compute(item, k)
             except BaseException as e:  # noqa: BLE001 - delivered to the consumer
                 out = Failure(e)
             with self._cv:
                 self._results[k] = out
+                if self._timed < _PROBE_STEPS:
+                    self._time += time.perf_counter() - t0
+                    self._timed += 1
+                    if self._timed == _PROBE_STEPS and self._time / _PROBE_STEPS >= HEAVY_STEP_S:
+                        self._max_threads = self._allowed_threads
                 self._cv.notify_all()
 
     def _start_threads(self) -> None:
