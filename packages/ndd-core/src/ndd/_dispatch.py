@@ -20,6 +20,8 @@ from ._schema import Arg, OpSchema, OutMeta, convert_arg
 from ._storage import BatchData
 from ._tensor import Tensor
 
+_SYNC = EvalMode.sync_cpu.value
+
 # Set by a capture plugin: hook(schema, inputs, kwargs) -> result. It must call
 # ``invoke`` itself for calls it does not answer.
 op_call_hook: Any = None
@@ -120,6 +122,11 @@ def _as_input(op: str, x: Any) -> Tensor | Batch:
 
 
 def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]:
+    if device is None and ins and not schema.conflicts:  # the common case: CPU inputs, a CPU kernel
+        kernel = schema.kernels.get("cpu")
+        if kernel is not None and all(x is None or x._device is CPU or x._device.device_type == "cpu"
+                                      for x in ins):
+            return CPU, kernel
     op = schema.name
     if device is not None:
         dev = device if isinstance(device, Device) else Device(device)
@@ -282,7 +289,7 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
 
     mode = EvalMode.current()
     inv = Invocation(run, mode, ctx)
-    if mode >= EvalMode.sync_cpu or any(x is not None and x._ext for x in ins):
+    if mode.value >= _SYNC or any(x is not None and x._ext for x in ins):
         inv.mode = EvalMode.sync_cpu
         inv.run()
         if inv.error is not None:
