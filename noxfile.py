@@ -130,3 +130,17 @@ def bench_readers(session: nox.Session) -> None:
     """Reader samples/s (Caffe2 LMDB, File tree) vs a plain Python loop, and per-batch overhead."""
     session.install(CORE, PACKAGES["readers"], PACKAGES["ops_cpu"])
     session.run("python", "benchmarks/bench_readers.py", *session.posargs)
+
+
+@nox.session(python=MAIN_PY)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site with mkdocs, warnings as errors (into .nox/docs-site)."""
+    session.install("mkdocs>=1.6,<1.7")
+    session.run("mkdocs", "build", "--strict", "--site-dir", ".nox/docs-site", *session.posargs)
+
+
+@nox.session(python=MAIN_PY)
+def bench_distributed(session: nox.Session) -> None:
+    """Samples/s per rank and in total for 1 and 2 ranks under torchrun (gloo, CPU)."""
+    session.install(TORCH, CORE, *PACKAGES.values())
+    session.run("python", "benchmarks/bench_distributed.py", *session.posargs)

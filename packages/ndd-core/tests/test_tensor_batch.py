@@ -115,8 +115,10 @@ def test_tensors_proxy_and_select():
     b = ndd.as_batch(a)
     assert isinstance(b.tensors[1], ndd.Tensor) and np.asarray(b.tensors[-1]).tolist() == [8, 9]
     sel = b.tensors[1:4]
-    assert len(sel) == 3 and [np.asarray(t).tolist() for t in sel.tolist()] == [[2, 3], [4, 5], [6, 7]]
-    sub = b.tensors[[0, 4]].as_batch()
+    assert isinstance(sel, ndd.Batch) and sel.batch_size == 3
+    assert [np.asarray(t).tolist() for t in sel] == [[2, 3], [4, 5], [6, 7]]
+    assert len(b.tensors) == 5 and len(b.tensors.tolist()) == 5
+    sub = b.tensors[[0, 4]]
     assert isinstance(sub, ndd.Batch) and sub.batch_size == 2
     np.testing.assert_array_equal(np.asarray(ndd.as_tensor(sub)), a[[0, 4]])
     assert b.select(...) is b

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
@@ -174,3 +175,13 @@ def test_cmn_per_sample_mean_and_out_of_bounds_fall_back(monkeypatch, rng):
     _run(ndd.crop_mirror_normalize, ndd.as_batch(imgs, layout="HWC"), crop=(20, 20),
          out_of_bounds_policy="pad")
     assert used == [False, False]
+
+
+@pytest.mark.parametrize("n,c", [(42, 3), (43, 3), (64, 3), (128, 1), (129, 1), (64, 1)])
+def test_resize_stacked_path_channel_limit(rng, n, c):
+    imgs = rng.integers(0, 256, (n, 28, 28, c), dtype=np.uint8)
+    out = ndd.resize(ndd.as_batch(imgs, layout="HWC"), size=[14, 14], interp_type=ndd.types.INTERP_LINEAR,
+                     antialias=False)
+    got = np.stack([np.asarray(t) for t in out])
+    ref = np.stack([cv2.resize(im, (14, 14), interpolation=cv2.INTER_LINEAR).reshape(14, 14, c) for im in imgs])
+    assert np.abs(got.astype(int) - ref.astype(int)).max() <= 1

@@ -103,7 +103,7 @@ class Batch:
     # -- samples -----------------------------------------------------------
     @property
     def tensors(self) -> _TensorsProxy:
-        """Pick samples: ``[i]`` gives a Tensor, ``[slice or list]`` a selection."""
+        """Pick samples: ``[i]`` gives a Tensor, ``[slice or list]`` a Batch of those samples."""
         return _TensorsProxy(self, None)
 
     def _tensor(self, i: int) -> Tensor:
@@ -266,10 +266,12 @@ class _TensorsProxy:
         idx = self._indices()
         if isinstance(index, (int, np.integer)):
             return self._batch._tensor(idx[int(index)])
+        # A subset of samples is a Batch, as the dynamic-mode guide says (DALI 2.4 returns a
+        # selection proxy here; the guide wins).
         if isinstance(index, slice):
-            return _TensorsProxy(self._batch, idx[index])
+            return _TensorsProxy(self._batch, idx[index]).as_batch()
         if isinstance(index, (list, tuple, range, np.ndarray)):
-            return _TensorsProxy(self._batch, [idx[int(i)] for i in index])
+            return _TensorsProxy(self._batch, [idx[int(i)] for i in index]).as_batch()
         raise TypeError(f"batch.tensors[] takes an int, a slice or a list of ints, got {type(index).__name__}")
 
     def __iter__(self) -> Any:

@@ -340,6 +340,11 @@ def _resize_stacked(samples: list[np.ndarray], plan: Plan, kind: DALIInterpType,
     return cast_to(np.moveaxis(y, -1, 0), dtype)
 
 
+# OpenCV (5.0) accepts at most 128 channels in one image; the stacked path packs the
+# samples' channels side by side, so it must stay under that.
+_CV_MAX_CHANNELS = 128
+
+
 def resize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     samples = inputs[0].samples
     _check_layout(ctx, samples)
@@ -360,7 +365,8 @@ def resize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     # A small uniform batch with one plan and a plain NN / LINEAR filter: one OpenCV call.
     if (n > 1 and nbytes < 1 << 18 and len({s.shape for s in samples}) == 1 and plans[0] is plans[-1]
             and filters[0] is filters[-1] and samples[0].dtype in (np.uint8, np.float32)
-            and int(np.prod(samples[0].shape[2:])) * n <= 512 and _is_whole(plans[0], samples[0].shape)):
+            and int(np.prod(samples[0].shape[2:])) * n <= _CV_MAX_CHANNELS
+            and _is_whole(plans[0], samples[0].shape)):
         kind = _axis_kinds(plans[0], *filters[0], aa)
         if kind[0] == kind[1] and kind[0] in (NN, LINEAR):
             out = _resize_stacked(samples, plans[0], kind[0], dt)

@@ -26,10 +26,13 @@ def __getattr__(name: str) -> Any:
             break
     else:
         raise AttributeError(f"module 'ndd.readers' has no attribute '{name}'")
+    case = f" (and note reader classes are PascalCase: ndd.readers.{k})" if k != name else ""
+    if any(r.distribution == "ndd-readers" for r in _plugins.records()):
+        raise AttributeError(f"ndd.readers.{k} is not implemented by the installed readers plugin "
+                             f"(ndd-readers) yet{case}")
     raise AttributeError(
         f"ndd.readers.{k} is provided by the `ndd-readers` package, which is not installed: "
-        "pip install ndd-readers"
-        + (f" (and note reader classes are PascalCase: ndd.readers.{k})" if k != name else "")
+        f"pip install ndd-readers{case}"
     )
 
 
