@@ -144,3 +144,14 @@ def bench_distributed(session: nox.Session) -> None:
     """Samples/s per rank and in total for 1 and 2 ranks under torchrun (gloo, CPU)."""
     session.install(TORCH, CORE, *PACKAGES.values())
     session.run("python", "benchmarks/bench_distributed.py", *session.posargs)
+
+
+@nox.session(python=MAIN_PY)
+def build(session: nox.Session) -> None:
+    """Wheel and sdist of every distribution into dist/, checked (metadata, entry points, twine)."""
+    import pathlib
+
+    session.install("build", "twine")
+    session.run("python", "scripts/build_dists.py", "--outdir", "dist")
+    built = sorted(str(p) for p in pathlib.Path("dist").glob("ndd*") if p.suffix in (".whl", ".gz"))
+    session.run("twine", "check", "--strict", *built)
