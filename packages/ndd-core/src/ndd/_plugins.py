@@ -163,8 +163,9 @@ def device_backend(name: str) -> Any:
     be = devices.get(name)
     if be is None:
         raise RuntimeError(
-            f"No {name.upper()} support is installed: install the CUDA plugin with "
-            "`pip install 'ndd[cuda]'` (package ndd-ops-cuda) on a machine with an NVIDIA GPU."
+            f"No {name.upper()} backend is available: the CUDA plugin (package ndd-ops-cuda, "
+            "extra ndd[cuda]) is not installed or provides no GPU backend yet; it needs a machine "
+            "with an NVIDIA GPU."
         )
     if not be.available():
         raise RuntimeError(f"The {name.upper()} backend is installed but unusable: {be.unavailable_reason()}")
