@@ -132,6 +132,23 @@ def bench_readers(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_readers.py", *session.posargs)
 
 
+BENCH_DEPS = (TORCH, CORE, *PACKAGES.values(), "matplotlib")
+
+
+@nox.session(python=MAIN_PY)
+def bench(session: nox.Session) -> None:
+    """ndd eager/capture vs a PyTorch DataLoader with Pillow on three loops (table, JSON, PNG)."""
+    session.install(*BENCH_DEPS)
+    session.run("python", "benchmarks/bench_loops.py", *session.posargs)
+
+
+@nox.session(python=MAIN_PY)
+def bench_dali(session: nox.Session) -> None:
+    """The `bench` table plus DALI 2.4 dynamic mode (eager, capture) on the identical loops."""
+    session.install(*BENCH_DEPS, "nvidia-dali-cuda120==2.4.0")
+    session.run("python", "benchmarks/bench_dali.py", *session.posargs)
+
+
 @nox.session(python=MAIN_PY)
 def docs(session: nox.Session) -> None:
     """Build the documentation site with mkdocs, warnings as errors (into .nox/docs-site)."""
