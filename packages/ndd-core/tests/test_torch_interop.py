@@ -1,0 +1,45 @@
+"""Zero-copy hand-off to PyTorch (torch is installable only for Python 3.11 here)."""
+
+import numpy as np
+import pytest
+
+import ndd
+
+torch = pytest.importorskip("torch", reason="torch is installable only for Python 3.11 here")
+
+def test_tensor_torch_zero_copy():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = ndd.as_tensor(a)
+    tt = t.torch()
+    assert tt.data_ptr() == a.ctypes.data
+    tc = t.torch(copy=True)
+    assert tc.data_ptr() != a.ctypes.data and torch.equal(tc, tt)
+
+
+def test_batch_torch_zero_copy_and_pad():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    b = ndd.as_batch(a)
+    assert b.torch().data_ptr() == a.ctypes.data
+    assert b.torch(copy=True).data_ptr() != a.ctypes.data
+    r = ndd.batch([np.ones((2,), np.int32), np.ones((3,), np.int32)])
+    with pytest.raises(ValueError, match="pad=True"):
+        r.torch()
+    assert r.torch(pad=True).tolist() == [[1, 1, 0], [1, 1, 1]]
+    with pytest.raises(ValueError, match="needs a copy"):
+        r.torch(copy=False, pad=True)
+
+
+def test_op_output_torch_zero_copy():
+    b = ndd.cast(ndd.as_batch(np.ones((4, 2), np.float32)), dtype=ndd.int64)
+    tt = b.torch()
+    assert tt.dtype == torch.int64 and tt.data_ptr() == b._batch_data().dense.ctypes.data
+
+
+def test_from_torch():
+    src = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    t = ndd.as_tensor(src)
+    src[0, 0] = 5
+    assert np.asarray(t)[0, 0] == 5 and t.dtype == ndd.float32
+    b = ndd.as_batch(src)
+    assert b.batch_size == 2 and b.shape == [(3,), (3,)]
+    assert ndd.dtype(torch.int16) == ndd.int16
