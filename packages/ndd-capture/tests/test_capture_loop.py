@@ -350,3 +350,16 @@ def test_several_calls_on_one_line_3_10_vs_3_11(lmdb_path):
         assert all(s.captured for s in sites) and sites[0].col > sites[1].col
     else:  # one line, several calls: constants are unprovable, as the capture rules say
         assert not sites[0].captured and sites[0].code == "NDD-C003"
+
+
+def test_worker_processes_give_identical_results(lmdb_path):
+    ndd.capture.set_worker_processes(2)
+    try:
+        eager = run(lmdb_path, False, epochs=2, random_shuffle=True, seed=3)
+        captured = run(lmdb_path, True, epochs=2, random_shuffle=True, seed=3)
+        assert "2 process(es)" in ndd.capture.report().summary()
+    finally:
+        ndd.capture.set_worker_processes(0)
+    assert_same(eager, captured)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        ndd.capture.set_worker_processes(-1)

@@ -71,6 +71,7 @@ class CaptureReport:
     fallbacks: list[Fallback] = field(default_factory=list)
     steps: int = 0
     traced: bool = False
+    worker: str = ""  # how the pipeline runs: "threads" or "N process(es)" (and why not)
 
     def summary(self) -> str:
         n = len(self.sites)
@@ -78,12 +79,14 @@ class CaptureReport:
         rep = sum(s.replayed for s in self.sites)
         eag = sum(s.eager for s in self.sites)
         return (f"capture: {cap}/{n} call sites captured; {rep} calls replayed, {eag} run eagerly, "
-                f"{len(self.fallbacks)} fallbacks over {self.steps} steps")
+                f"{len(self.fallbacks)} fallbacks over {self.steps} steps"
+                + (f"; pipeline on {self.worker}" if self.worker else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "batch_size": self.batch_size,
             "steps": self.steps,
+            "worker": self.worker,
             "summary": self.summary(),
             "sites": [asdict(s) for s in self.sites],
             "fallbacks": [{"site": f"{f.site.op} at {f.site.filename}:{f.site.lineno}", "step": f.step,

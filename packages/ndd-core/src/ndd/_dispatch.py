@@ -347,6 +347,12 @@ class Plan:
         self.layouts = input_layouts
         self.context = context
 
+    def __reduce__(self) -> tuple:
+        # Sent to capture worker processes by name: the schema (with its functions) is
+        # looked up again there, and the converted constants travel as they are.
+        return (_rebuild_plan, (self.schema.name, dict(self.args), list(self.specs), self.layouts,
+                                self.out_meta, self.batch_size, self.device))
+
     def run(self, inputs: list[BatchData | None], batch_args: dict[str, BatchData],
             random_state: np.ndarray | None = None) -> list[BatchData]:
         args = KernelArgs(self.args)
@@ -357,3 +363,20 @@ class Plan:
         kc = KernelContext(self.schema.name, self.batch_size, True, self.device, self.context, random_state,
                            self.layouts, self.out_meta)
         return _outputs(self.kernel(kc, inputs, args))
+
+
+def _rebuild_plan(name: str, args: dict, batch_arg_names: list, layouts: list, out_meta: list,
+                  batch_size: int, device: Device) -> Plan:
+    _plugins.ensure_loaded()
+    schema = _plugins.schemas[name]
+    plan = Plan.__new__(Plan)
+    plan.schema = schema
+    _, plan.kernel = _pick_kernel(schema, [], device)
+    plan.device = device
+    plan.args = KernelArgs(args)
+    plan.specs = {n: schema.args[n] for n in batch_arg_names}
+    plan.out_meta = out_meta
+    plan.batch_size = batch_size
+    plan.layouts = layouts
+    plan.context = EvalContext.current()
+    return plan

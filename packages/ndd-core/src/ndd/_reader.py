@@ -92,6 +92,12 @@ class Reader:
     tuples of Tensors.
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Reader:
+        self = super().__new__(cls)
+        # The constructor call, so a worker process can build an identical reader (ours).
+        self._ctor_args = (args, kwargs)
+        return self
+
     def __init__(
         self,
         max_batch_size: int | None = None,
