@@ -38,16 +38,26 @@ def missing_pieces() -> list[str]:
     return out
 
 
-def preprocess(jpegs, labels, rng, batch_size):
-    images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+def preprocess(jpegs, labels, rng, batch_size, device="cpu"):
+    images = ndd.decoders.image(jpegs, device=device, output_type=types.GRAY)
     angles = ndd.random.uniform(batch_size=batch_size, range=[-7.5, 7.5], rng=rng)
     images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
     images = ndd.crop_mirror_normalize(
         images, dtype=ndd.float32, output_layout="CHW", mean=[0.1307 * 255], std=[0.3081 * 255]
     )
+    if device == "gpu":
+        labels = labels.gpu()
     labels = ndd.squeeze(labels, axes=0)
     labels = ndd.cast(labels, dtype=ndd.int64)
     return images.torch(), labels.torch()
+
+
+def progress(prefix: str, done: int, total: int, start: float) -> None:
+    """A one-line progress bar on stderr."""
+    frac = done / max(total, 1)
+    rate = done / max(time.perf_counter() - start, 1e-9)
+    print(f"\r  {prefix} [{'#' * int(30 * frac):<30}] {done}/{total} samples, {rate:,.0f}/s",
+          end="", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace, capture: bool) -> tuple[list[float], float]:
@@ -61,19 +71,25 @@ def run(args: argparse.Namespace, capture: bool) -> tuple[list[float], float]:
     reader = ndd.readers.Caffe2(path=str(args.data), random_shuffle=False)
     rng = ndd.random.RNG(0)
     rates, loss = [], float("nan")
+    total = reader.get_metadata()["epoch_size"]
+    name = "capture" if capture else "eager  "
     for epoch in range(args.epochs):
         t0, n = time.perf_counter(), 0
-        for jpegs, labels in reader.next_epoch(batch_size=args.batch_size, capture=capture):
-            images, targets = preprocess(jpegs, labels, rng, args.batch_size)
+        for step, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=args.batch_size,
+                                                                 capture=capture)):
+            images, targets = preprocess(jpegs, labels, rng, args.batch_size, args.device)
             opt.zero_grad(set_to_none=True)
             out = F.cross_entropy(model(images), targets)
             out.backward()
             opt.step()
             n += targets.numel()
-            loss = out.item()
+            if step % 20 == 0:
+                loss = out.item()
+                progress(f"{name} epoch {epoch}", min(n, total), total, t0)
+        loss = out.item()
         rate = n / (time.perf_counter() - t0)
         rates.append(rate)
-        print(f"  {'capture' if capture else 'eager  '} epoch {epoch}: {rate:,.0f} samples/s, loss {loss:.4f}")
+        print(f"\r  {name} epoch {epoch}: {rate:,.0f} samples/s, loss {loss:.4f}" + " " * 30, file=sys.stderr)
     return rates, loss
 
 
@@ -83,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="Caffe2 LMDB of MNIST-like JPEGs (built if missing)")
     p.add_argument("--epochs", type=int, default=3, help="epochs per mode (the first is warm-up)")
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                   help="where to decode and preprocess (gpu needs the ndd-ops-cuda plugin)")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="torch intra-op threads (1 leaves the cores to the data pipeline)")
     a = p.parse_args(argv)
@@ -102,10 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         build(a.data)
     eager, eager_loss = run(a, capture=False)
     captured, capture_loss = run(a, capture=True)
+    report = ndd.capture.report()
     e, c = statistics.mean(eager[1:] or eager), statistics.mean(captured[1:] or captured)
     print(f"eager:   {e:,.0f} samples/s, final loss {eager_loss:.4f}")
     print(f"capture: {c:,.0f} samples/s, final loss {capture_loss:.4f}")
     print(f"speedup: {c / e:.2f}x")
+    print(report.summary())
     return 0
 
 
