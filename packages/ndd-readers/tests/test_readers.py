@@ -546,8 +546,8 @@ def test_coco_errors(coco, tmp_path):
                    '"annotations": [{"image_id": 1, "bbox": [1, 2], "category_id": 1}], "categories": [{"id": 1}]}')
     with pytest.raises(ValueError, match="annotation #0 has a bbox of 2 values"):
         ndd.readers.COCO(file_root=root, annotations_file=bad)
-    with pytest.raises(ValueError, match="pixelwise_masks"):
-        ndd.readers.COCO(file_root=root, annotations_file=ann, pixelwise_masks=True)
+    with pytest.raises(ValueError, match="`pixelwise_masks` and `polygon_masks` are mutually exclusive"):
+        ndd.readers.COCO(file_root=root, annotations_file=ann, pixelwise_masks=True, polygon_masks=True)
 
 
 # -- throughput smoke ------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +15,7 @@ from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 
 class _Sample:
-    __slots__ = ("bboxes", "image_id", "labels", "path", "polygons", "vertices")
+    __slots__ = ("bboxes", "image_id", "labels", "path", "polygons", "vertices", "segs", "size")
 
 
 def _load_json(path: str) -> dict:
@@ -35,7 +36,8 @@ class COCODataset(Dataset):
 
     def __init__(self, file_root: str, annotations_file: str, *, images: Sequence[str] | None, ltrb: bool,
                  ratio: bool, skip_empty: bool, size_threshold: float, include_iscrowd: bool,
-                 avoid_class_remapping: bool, image_ids: bool, polygon_masks: bool) -> None:
+                 avoid_class_remapping: bool, image_ids: bool, polygon_masks: bool,
+                 pixelwise_masks: bool = False, legacy_polygons: bool = False) -> None:
         data = _load_json(annotations_file)
         where = f"annotations_file {annotations_file!r}"
         try:
@@ -61,7 +63,7 @@ class COCODataset(Dataset):
                 continue
             if box[2] < size_threshold or box[3] < size_threshold:
                 continue
-            anns[img].append({"bbox": box, "label": remap[cat], "seg": a.get("segmentation")})
+            anns[img].append({"bbox": box, "label": remap[cat], "seg": a.get("segmentation"), "n": n})
         order = sorted(infos)
         if images is not None:
             by_name = {infos[i][0]: i for i in order}
@@ -89,11 +91,17 @@ class COCODataset(Dataset):
             s.image_id = np.array([img], dtype=np.int32)
             if polygon_masks:
                 s.polygons, s.vertices = _polygons(anns[img], scale if ratio else None)
+                if legacy_polygons:  # DALI's deprecated `masks`: coordinate (not vertex) indices
+                    s.polygons[:, 1:] *= 2
+            if pixelwise_masks:
+                s.size = (int(round(h)), int(round(w)))
+                s.segs = [(a["label"], _parse_segmentation(a["seg"], s.size, f"{where}: annotation #{a['n']}"))
+                          for a in anns[img]]
             self.samples.append(s)
         if not self.samples:
             raise ValueError(f"{where}: no images to read")
-        self._polygons, self._image_ids = polygon_masks, image_ids
-        self.layouts = (None,) * (3 + 2 * polygon_masks + image_ids)
+        self._polygons, self._image_ids, self._pixelwise = polygon_masks, image_ids, pixelwise_masks
+        self.layouts = (None,) * (3 + 2 * polygon_masks) + ("HWC",) * pixelwise_masks + (None,) * image_ids
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -103,6 +111,8 @@ class COCODataset(Dataset):
         out = [read_bytes(s.path, f"image {int(s.image_id[0])}"), s.bboxes.copy(), s.labels.copy()]
         if self._polygons:
             out += [s.polygons.copy(), s.vertices.copy()]
+        if self._pixelwise:
+            out.append(pixelwise_mask(s.size, s.segs))
         if self._image_ids:
             out.append(s.image_id.copy())
         return tuple(out)
@@ -131,17 +141,162 @@ def _polygons(anns: list[dict], scale: np.ndarray | None) -> tuple[np.ndarray, n
     return np.array(polys, dtype=np.int32).reshape(-1, 3), vertices.astype(np.float32)
 
 
+# -- pixelwise masks ---------------------------------------------------------------------------
+# A mask pixel (column x, row y) covers [x, x+1) x [y, y+1) in COCO's coordinates; it belongs to
+# a polygon when its centre (x + 0.5, y + 0.5) lies inside (even-odd rule, edges half-open),
+# which is what COCO's own rasteriser approximates. RLE masks are exact.
+
+Segment = tuple[str, Any]  # ("poly", [V×2 float64 arrays]) or ("rle", counts as int64 array)
+
+
+def decode_rle_string(s: str) -> list[int]:
+    """Decode COCO's compressed RLE string (``counts`` of ``pycocotools``' ``frString``).
+
+    Each count is a little-endian base-32 number in characters ``chr(48 + v)``: 5 value
+    bits per character, bit 0x20 means "more characters follow", and bit 0x10 of the last
+    character is the sign. From the third count on, the value is a delta to the count two
+    places before it.
+    """
+    counts: list[int] = []
+    p, n = 0, len(s)
+    while p < n:
+        x = k = 0
+        more = True
+        while more:
+            if p >= n:
+                raise ValueError("the compressed RLE string ends inside a count")
+            c = ord(s[p]) - 48
+            if not 0 <= c < 64:
+                raise ValueError(f"the compressed RLE string has an invalid character {s[p]!r}")
+            x |= (c & 0x1F) << (5 * k)
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
+            if not more and c & 0x10:
+                x -= 1 << (5 * k)  # sign-extend
+        if len(counts) > 2:
+            x += counts[-2]
+        counts.append(x)
+    return counts
+
+
+def _parse_segmentation(seg: Any, size: tuple[int, int], where: str) -> list[Segment]:
+    """Check an annotation's ``segmentation`` (polygons, or RLE with list or string counts)."""
+    if seg is None or (isinstance(seg, list) and not seg):
+        return []
+    items = [seg] if isinstance(seg, dict) else seg
+    if not isinstance(items, list):
+        raise ValueError(f"{where}: `segmentation` must be a list of polygons or an RLE dict, got {seg!r:.60}")
+    h, w = size
+    out: list[Segment] = []
+    polys = []
+    for item in items:
+        if isinstance(item, dict):
+            try:
+                rh, rw = (int(v) for v in item["size"])
+                counts = item["counts"]
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{where}: an RLE `segmentation` needs `size` [h, w] and `counts`") from None
+            if (rh, rw) != (h, w):
+                raise ValueError(f"{where}: RLE size {[rh, rw]} differs from the image's [height, width] {[h, w]}")
+            try:
+                if isinstance(counts, str):
+                    counts = decode_rle_string(counts)
+                elif isinstance(counts, bytes):
+                    counts = decode_rle_string(counts.decode("ascii"))
+                arr = np.asarray(counts, dtype=np.int64).reshape(-1)
+            except (ValueError, TypeError, UnicodeDecodeError) as e:
+                raise ValueError(f"{where}: bad RLE `counts`: {e}") from None
+            if (arr < 0).any() or int(arr.sum()) != h * w:
+                raise ValueError(f"{where}: RLE `counts` must be non-negative and sum to height*width = {h * w}, "
+                                 f"got {int(arr.sum())}")
+            out.append(("rle", arr))
+        else:
+            try:
+                xy = np.asarray(item, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where}: a polygon must be a flat list of numbers x0, y0, x1, y1, ...") from None
+            if xy.size % 2 or not np.isfinite(xy).all():
+                raise ValueError(f"{where}: a polygon must hold finite x, y pairs, got {xy.size} numbers")
+            if xy.size >= 6:
+                polys.append(xy.reshape(-1, 2))
+    if polys:
+        out.append(("poly", polys))
+    return out
+
+
+def fill_polygon(mask: np.ndarray, xy: np.ndarray) -> None:
+    """Set the pixels of boolean ``mask`` (H, W) whose centres lie inside polygon ``xy`` (V, 2)."""
+    h, w = mask.shape
+    x0, y0 = xy[:, 0], xy[:, 1]
+    x1, y1 = np.roll(x0, -1), np.roll(y0, -1)
+    r0 = max(int(math.ceil(y0.min() - 0.5)), 0)  # rows whose centre is in [ymin, ymax)
+    r1 = min(int(math.ceil(y0.max() - 0.5)), h)
+    if r0 >= r1:
+        return
+    py = np.arange(r0, r1, dtype=np.float64) + 0.5
+    crosses = (y0[:, None] > py) != (y1[:, None] > py)  # (edges, rows), half-open in y
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xs = x0[:, None] + (py - y0[:, None]) * (x1 - x0)[:, None] / (y1 - y0)[:, None]
+    xs = np.where(crosses, xs, np.inf)
+    xs.sort(axis=0)  # per row: the crossings in x order, then +inf
+    k = xs.shape[0] // 2
+    starts, ends = xs[0:2 * k:2], xs[1:2 * k:2]  # inside on [start, end) of each pair
+    ok = np.isfinite(ends)
+    rows = np.broadcast_to(np.arange(r1 - r0), ends.shape)[ok]
+    c0 = np.clip(np.ceil(starts[ok] - 0.5), 0, w).astype(np.intp)
+    c1 = np.clip(np.ceil(ends[ok] - 0.5), 0, w).astype(np.intp)
+    n = (r1 - r0) * (w + 1)
+    base = rows * (w + 1)
+    diff = np.bincount(base + c0, minlength=n) - np.bincount(base + c1, minlength=n)
+    mask[r0:r1] |= np.cumsum(diff.reshape(r1 - r0, w + 1)[:, :w], axis=1) > 0
+
+
+def rle_to_mask(counts: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Boolean (H, W) mask of uncompressed COCO RLE ``counts`` (column-major runs, zeros first)."""
+    h, w = size
+    values = (np.arange(len(counts)) % 2).astype(bool)
+    return np.repeat(values, counts).reshape(w, h).T
+
+
+def pixelwise_mask(size: tuple[int, int], segs: list[tuple[int, list[Segment]]]) -> np.ndarray:
+    """int32 (H, W, 1): each pixel holds the label of the last annotation covering it (0: none)."""
+    h, w = size
+    out = np.zeros((h, w, 1), np.int32)
+    scratch = np.zeros((h, w), bool)
+    for label, parts in segs:
+        for kind, data in parts:
+            if kind == "rle":
+                out[rle_to_mask(data, size), 0] = label
+            else:
+                scratch[:] = False
+                for xy in data:
+                    fill_polygon(scratch, xy)
+                out[scratch, 0] = label
+    return out
+
+
 class COCO(StreamReader):
-    """Reads a COCO dataset: yields ``(images, bboxes, labels[, polygons, vertices][,
-    image_ids])``.
+    """Reads a COCO dataset: yields ``(images, bboxes, labels[, polygons, vertices |
+    pixelwise_masks][, image_ids])``.
 
     Images are the encoded files (uint8 1-D); bboxes float32 [M, 4] in ``xywh`` (``ltrb``
     with ``ltrb=True``), divided by the image size with ``ratio=True``; labels int32 [M],
     category ids remapped to 1..K in id order unless ``avoid_class_remapping``; image ids
     int32 (1,). Images are read in image-id order (or the order of ``images``). Boxes
-    narrower or lower than ``size_threshold`` are dropped. ``pixelwise_masks``,
-    ``masks`` and preprocessed annotations are not supported. See :class:`StreamReader`
-    for the epoch, read-ahead and state rules.
+    narrower or lower than ``size_threshold`` are dropped.
+
+    ``polygon_masks=True`` adds ``polygons`` int32 [P, 3] (annotation index, first and
+    end vertex) and ``vertices`` float32 [V, 2]; the deprecated ``masks=True`` gives the
+    same with coordinate indices (twice the vertex indices), as in DALI.
+    ``pixelwise_masks=True`` adds an int32 (H, W, 1) mask (layout ``HWC``, H and W from
+    the JSON's image entry) whose pixels hold the label of the annotation covering them,
+    0 for background. It is rasterised from polygon segmentations (a pixel is inside when
+    its centre is, even-odd rule) and from RLE ones (``counts`` as a list, or COCO's
+    compressed string). Where annotations overlap, the later annotation in the file wins
+    (DALI leaves this unspecified). Masks are built on the read-ahead thread.
+    Preprocessed annotations are not supported. See :class:`StreamReader` for the epoch,
+    read-ahead and state rules.
     """
 
     def __init__(
@@ -188,16 +343,20 @@ class COCO(StreamReader):
             raise ValueError("COCO reader needs `file_root`, the directory of the images")
         if not annotations_file:
             raise ValueError("COCO reader needs `annotations_file`")
-        for arg, value in (("pixelwise_masks", pixelwise_masks), ("masks", masks),
-                           ("preprocessed_annotations", preprocessed_annotations),
+        for arg, value in (("preprocessed_annotations", preprocessed_annotations),
                            ("save_preprocessed_annotations", save_preprocessed_annotations)):
             if value:
                 raise ValueError(f"COCO: `{arg}` is not supported by ndd")
+        if pixelwise_masks and polygon_masks:
+            raise ValueError("COCO: `pixelwise_masks` and `polygon_masks` are mutually exclusive")
+        if pixelwise_masks and masks:
+            raise ValueError("COCO: `masks` and `pixelwise_masks` cannot be both true")
         self._args: dict[str, Any] = dict(
             images=None if images is None else list(images), ltrb=bool(ltrb), ratio=bool(ratio),
             skip_empty=bool(skip_empty), size_threshold=float(size_threshold),
             include_iscrowd=bool(include_iscrowd), avoid_class_remapping=bool(avoid_class_remapping),
-            image_ids=bool(image_ids), polygon_masks=bool(polygon_masks),
+            image_ids=bool(image_ids), polygon_masks=bool(polygon_masks or masks),
+            pixelwise_masks=bool(pixelwise_masks), legacy_polygons=bool(masks),
         )
         self._where = (os.fspath(file_root), os.fspath(annotations_file))
         super().__init__(

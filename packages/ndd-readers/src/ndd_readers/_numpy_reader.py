@@ -1,36 +1,226 @@
-"""``ndd.readers.Numpy``: ``.npy`` files."""
+"""``ndd.readers.Numpy``: ``.npy`` files, whole or a region of interest."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from ndd import Batch, Tensor
 
 from ._base import Dataset, StreamReader, check_files, matches
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
+_START_ARGS = ("roi_start", "rel_roi_start")
+_END_ARGS = ("roi_end", "rel_roi_end", "roi_shape", "rel_roi_shape")
+_POLICIES = ("error", "pad", "trim_to_shape")
+
+
+def _llround(x: float) -> int:
+    """Round half away from zero (C's ``llround``), as DALI rounds ROI coordinates."""
+    r = math.floor(abs(x) + 0.5)
+    return int(-r if x < 0 else r)
+
+
+def _roi_values(name: str, value: Any) -> tuple[float, ...] | tuple[int, ...] | None:
+    """A constructor-given ROI argument as a tuple of numbers (one per ROI axis).
+
+    Accepts a number, a sequence, a NumPy array or a CPU ``Tensor`` (0-d: a scalar);
+    a ``Batch`` raises ValueError. ``roi_*`` are integers, ``rel_roi_*`` fractions.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Batch):
+        raise ValueError(
+            f"`{name}`: a Batch cannot be given in the reader's constructor; constructor arguments "
+            "are broadcast to every sample (give a number, a list or a Tensor)"
+        )
+    if isinstance(value, Tensor):
+        if value.device.device_type != "cpu":
+            raise ValueError(f"`{name}`: reader arguments must be CPU tensors, got one on {value.device}")
+        value = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"`{name}` must be a number or a list of numbers, got {value!r}: {e}") from None
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim != 1 or a.dtype.kind not in "iuf":
+        raise ValueError(f"`{name}` must be a number or a flat list of numbers, got {value!r}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"`{name}` must hold finite numbers, got {value!r}")
+    if name.startswith("rel_"):
+        return tuple(float(v) for v in a)
+    if a.dtype.kind == "f" and not np.all(a == np.round(a)):
+        raise ValueError(f"`{name}` holds absolute coordinates (integers), got {value!r}; "
+                         f"use `rel_{name}` for fractions of the extent")
+    return tuple(int(v) for v in a)
+
+
+class Roi:
+    """A region of interest in DALI's terms (``roi_*`` / ``rel_roi_*``, ``roi_axes``,
+    ``out_of_bounds_policy``, ``fill_value``), resolved per array shape by :meth:`window`."""
+
+    def __init__(self, args: dict[str, Any], roi_axes: Any, out_of_bounds_policy: str, fill_value: Any) -> None:
+        values = {k: _roi_values(k, v) for k, v in args.items()}
+        given = {k: v for k, v in values.items() if v is not None}
+        starts = [k for k in _START_ARGS if k in given]
+        ends = [k for k in _END_ARGS if k in given]
+        if len(starts) > 1:
+            raise ValueError("`roi_start` and `rel_roi_start` are mutually exclusive")
+        if len(ends) > 1:
+            raise ValueError(" and ".join(f"`{k}`" for k in ends) + " are mutually exclusive (give one of "
+                             "`roi_end`, `rel_roi_end`, `roi_shape`, `rel_roi_shape`)")
+        if out_of_bounds_policy not in _POLICIES:
+            raise ValueError(f"out_of_bounds_policy must be one of 'error', 'pad', 'trim_to_shape', "
+                             f"got {out_of_bounds_policy!r}")
+        try:
+            self.fill_value = float(fill_value)
+        except (TypeError, ValueError):
+            raise ValueError(f"`fill_value` must be a number, got {fill_value!r}") from None
+        if isinstance(roi_axes, Batch):
+            raise ValueError("`roi_axes`: a Batch cannot be given in the reader's constructor")
+        if roi_axes is None:
+            axes: tuple[int, ...] | None = None
+        else:
+            a = np.asarray(roi_axes).reshape(-1) if not isinstance(roi_axes, (list, tuple)) \
+                else np.asarray(list(roi_axes))
+            if a.size and a.dtype.kind not in "iu":
+                raise ValueError(f"`roi_axes` must be a list of axis indices, got {roi_axes!r}")
+            axes = tuple(int(v) for v in a) or None
+            if axes is not None and len(set(axes)) != len(axes):
+                raise ValueError(f"`roi_axes` names an axis twice: {list(axes)}")
+        if axes is not None:
+            for k, v in given.items():
+                if len(v) != len(axes):
+                    raise ValueError(f"`{k}` has {len(v)} values but `roi_axes` names {len(axes)} axes")
+        self.axes = axes
+        self.policy = out_of_bounds_policy
+        self.start = (starts[0], given[starts[0]]) if starts else None
+        self.end = (ends[0], given[ends[0]]) if ends else None
+        self.active = bool(given)
+
+    def window(self, shape: tuple[int, ...], where: str) -> tuple[list[int], list[int]]:
+        """``(anchor, end)`` per axis of an array of ``shape`` (end exclusive), after the
+        out-of-bounds policy; ValueError naming ``where`` and the argument otherwise."""
+        ndim = len(shape)
+        if self.axes is None:
+            axes = list(range(ndim))
+            what = f"the array has {ndim} dims (give `roi_axes` to set fewer)"
+        else:
+            axes = []
+            for d in self.axes:
+                if not -ndim <= d < ndim:
+                    raise ValueError(f"{where}: `roi_axes` {list(self.axes)} names axis {d}, but the array "
+                                     f"has {ndim} dims (shape {tuple(shape)})")
+                axes.append(d % ndim)
+            if len(set(axes)) != len(axes):
+                raise ValueError(f"{where}: `roi_axes` {list(self.axes)} names an axis twice for a {ndim}-D array")
+            what = f"`roi_axes` names {len(axes)} axes"
+        for arg in (self.start, self.end):
+            if arg is not None and len(arg[1]) != len(axes):
+                raise ValueError(f"{where}: `{arg[0]}` has {len(arg[1])} values but {what}")
+        anchor, end = [0] * ndim, list(shape)
+        start_name = self.start[0] if self.start else None
+        end_name = self.end[0] if self.end else None
+        for i, d in enumerate(axes):
+            ext = shape[d]
+            a: float = 0
+            if start_name == "roi_start":
+                a = self.start[1][i]
+            elif start_name == "rel_roi_start":
+                a = self.start[1][i] * ext
+            e: float = ext
+            if end_name == "roi_end":
+                e = self.end[1][i]
+            elif end_name == "rel_roi_end":
+                e = self.end[1][i] * ext
+            elif end_name in ("roi_shape", "rel_roi_shape"):
+                s = self.end[1][i]
+                if s < 0:
+                    raise ValueError(f"{where}: `{end_name}` {list(self.end[1])} is negative on axis {d}")
+                if end_name == "roi_shape":
+                    e = a + s
+                elif start_name == "rel_roi_start":  # DALI: one multiplication after the sum
+                    e = (self.start[1][i] + s) * ext
+                else:
+                    e = a + s * ext
+            if e < a:
+                names = " and ".join(f"`{n}`" for n in (start_name, end_name) if n)
+                raise ValueError(f"{where}: the region of interest ends before it starts on axis {d} "
+                                 f"(start {a:g}, end {e:g}; from {names})")
+            lo, hi = _llround(a), _llround(e)
+            if self.policy == "trim_to_shape":
+                lo, hi = min(max(lo, 0), ext), min(max(hi, 0), ext)
+            elif self.policy == "error" and (lo < 0 or hi > ext):
+                names = " and ".join(f"`{n}`" for n in (start_name, end_name) if n)
+                raise ValueError(
+                    f"{where}: the region of interest [{lo}, {hi}) on axis {d} is out of bounds of the "
+                    f"array's shape {tuple(shape)} (from {names}); pass out_of_bounds_policy='pad' or "
+                    f"'trim_to_shape' to allow it"
+                )
+            anchor[d], end[d] = lo, hi
+        return anchor, end
+
+    def read(self, arr: np.ndarray, where: str) -> np.ndarray:
+        """The region of ``arr`` (possibly a read-only memory map) as a new writable,
+        C-contiguous array; only the part inside ``arr`` is touched."""
+        anchor, end = self.window(arr.shape, where)
+        src, dst, inside = [], [], True
+        for lo, hi, ext in zip(anchor, end, arr.shape):
+            a, b = max(lo, 0), min(hi, ext)
+            b = max(a, b)
+            src.append(slice(a, b))
+            dst.append(slice(a - lo, b - lo))
+            inside = inside and lo >= 0 and hi <= ext
+        if inside:
+            return np.array(arr[tuple(src)], order="C", copy=True)
+        with np.errstate(all="ignore"):
+            fill = np.asarray(self.fill_value).astype(arr.dtype)
+        out = np.full([hi - lo for lo, hi in zip(anchor, end)], fill, dtype=arr.dtype)
+        out[tuple(dst)] = arr[tuple(src)]
+        return out
+
 
 class NumpyDataset(Dataset):
-    """``.npy`` files: one output keeping each file's dtype and shape."""
+    """``.npy`` files: one output keeping each file's dtype (and shape, without a ROI)."""
 
     layouts = (None,)
 
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str], roi: Roi | None = None, use_mmap: bool = True) -> None:
         self.paths = paths
+        self.roi = roi if roi is not None and roi.active else None
+        self.use_mmap = use_mmap
 
     def __len__(self) -> int:
         return len(self.paths)
 
-    def read(self, i: int) -> tuple[np.ndarray, ...]:
-        path = self.paths[i]
+    def _load(self, path: str, i: int, mmap: bool) -> np.ndarray:
         try:
-            arr = np.load(path, allow_pickle=False)
+            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
+            if mmap:  # e.g. a layout numpy cannot map: read the file whole
+                return self._load(path, i, False)
             raise ValueError(f"{path} (sample {i}): not a readable .npy file: {e}") from None
         if not isinstance(arr, np.ndarray):
+            if hasattr(arr, "close"):
+                arr.close()
             raise ValueError(f"{path} (sample {i}): holds an archive, not one array")
-        return (np.ascontiguousarray(arr),)
+        return arr
+
+    def read(self, i: int) -> tuple[np.ndarray, ...]:
+        path = self.paths[i]
+        if self.roi is None:
+            return (np.ascontiguousarray(self._load(path, i, False)),)
+        # Memory-map the file and copy out only the region: pages outside it are never read.
+        arr = self._load(path, i, self.use_mmap)
+        try:
+            return (self.roi.read(arr, f"{path} (sample {i})"),)
+        finally:
+            del arr
 
     def describe(self, i: int) -> str:
         return f"{self.paths[i]} (sample {i})"
@@ -51,8 +241,23 @@ class Numpy(StreamReader):
 
     Give ``file_root`` (all files matching ``file_filter`` below it, sorted), ``files``
     (relative to ``file_root`` if given) or ``file_list`` (one name per line, relative to
-    ``file_root`` or to the list's directory). Regions of interest (``roi_*``) are not
-    supported. See :class:`StreamReader` for the epoch, read-ahead and state rules.
+    ``file_root`` or to the list's directory). See :class:`StreamReader` for the epoch,
+    read-ahead and state rules.
+
+    **Regions of interest** (DALI's arguments and rules): ``roi_start`` or
+    ``rel_roi_start`` (default 0), and one of ``roi_end``, ``rel_roi_end`` (exclusive),
+    ``roi_shape`` or ``rel_roi_shape`` (default: to the end of the axis). ``roi_*`` are
+    integer coordinates, ``rel_roi_*`` fractions of each sample's extent; coordinates are
+    rounded half away from zero. They give one value per axis of ``roi_axes`` (default:
+    every axis, in order). ``out_of_bounds_policy`` decides what a region reaching
+    outside the array does: ``"error"`` (ValueError naming the file and the argument),
+    ``"pad"`` (filled with ``fill_value``, cast to the file's dtype) or
+    ``"trim_to_shape"`` (cut to the array). The file is memory-mapped and only the
+    region is copied out (``dont_use_mmap=True`` reads the file whole first); the output
+    is a writable C-contiguous array with the file's dtype, also for Fortran-order files.
+    The ROI arguments are given in the constructor (a number, list, array or CPU
+    ``Tensor``; a 0-d Tensor is a scalar; a ``Batch`` raises ValueError) and apply to
+    every sample; ndd's readers take no per-call arguments.
     """
 
     def __init__(
@@ -69,6 +274,15 @@ class Numpy(StreamReader):
         cache_header_information: bool = False,
         register_buffers: bool = True,
         use_o_direct: bool = False,
+        roi_start: Any = None,
+        rel_roi_start: Any = None,
+        roi_end: Any = None,
+        rel_roi_end: Any = None,
+        roi_shape: Any = None,
+        rel_roi_shape: Any = None,
+        roi_axes: Any = None,
+        fill_value: float = 0.0,
+        out_of_bounds_policy: str = "error",
         shuffle_after_epoch: bool = False,
         shuffle_after_epoch_seed: int = DEFAULT_SHUFFLE_AFTER_EPOCH_SEED,
         initial_fill: int = 1024,
@@ -90,6 +304,10 @@ class Numpy(StreamReader):
         self._file_filter = file_filter
         self._files = None if files is None else [os.fspath(f) for f in files]
         self._file_list = None if file_list is None else os.fspath(file_list)
+        self._roi = Roi(dict(roi_start=roi_start, rel_roi_start=rel_roi_start, roi_end=roi_end,
+                             rel_roi_end=rel_roi_end, roi_shape=roi_shape, rel_roi_shape=rel_roi_shape),
+                        roi_axes, out_of_bounds_policy, fill_value)
+        self._use_mmap = not dont_use_mmap
         super().__init__(
             max_batch_size, name, device, num_inputs, initial_fill=initial_fill, lazy_init=lazy_init,
             pad_last_batch=pad_last_batch, prefetch_queue_depth=prefetch_queue_depth,
@@ -126,4 +344,4 @@ class Numpy(StreamReader):
                 raise ValueError(f"file_root {root!r} holds no files matching {self._file_filter!r}")
         else:
             raise ValueError("Numpy reader needs `file_root`, `files` or `file_list`")
-        return NumpyDataset(paths)
+        return NumpyDataset(paths, self._roi, self._use_mmap)
