@@ -56,7 +56,7 @@ def _package_session(key: str, extra: tuple[str, ...] = ()) -> None:
 
 _package_session("ops_cpu", extra=("scikit-image",))
 _package_session("ops_cuda")
-_package_session("readers", extra=("protobuf",))
+_package_session("readers", extra=("protobuf", PACKAGES["ops_cpu"]))
 _package_session("capture", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"]))
 
 

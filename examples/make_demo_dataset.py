@@ -1,9 +1,11 @@
-"""Build the demo dataset: MNIST-like 28×28 grey digit JPEGs in a Caffe2 LMDB.
+"""Build the demo dataset: MNIST-like 28×28 grey digit JPEGs, as a Caffe2 LMDB and a file tree.
 
 Real MNIST cannot be downloaded here (only package registries are reachable), so the
 digits are drawn with OpenCV's Hershey fonts at random scale, thickness, slant and
 position, blurred a little and encoded as JPEG. The labels are the digits, so a model
-can learn them. Run ``python examples/make_demo_dataset.py --help``.
+can learn them. The same records are written as a Caffe2 LMDB (``data/mnist_lmdb``) and
+as a file tree of label folders (``data/mnist_files``); both are cached (built only when
+missing). Run ``python examples/make_demo_dataset.py --help``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 
-from ndd_readers._caffe2 import write_caffe2_lmdb
+from ndd_readers.writers import write_caffe2_lmdb, write_file_tree
 
 FONTS = (cv2.FONT_HERSHEY_SIMPLEX, cv2.FONT_HERSHEY_DUPLEX, cv2.FONT_HERSHEY_COMPLEX,
          cv2.FONT_HERSHEY_TRIPLEX, cv2.FONT_HERSHEY_SCRIPT_SIMPLEX, cv2.FONT_HERSHEY_PLAIN)
@@ -54,10 +56,15 @@ def records(n: int, seed: int) -> Iterator[tuple[bytes, int]]:
     print(file=sys.stderr)
 
 
-def build(path: pathlib.Path, n: int = 20000, seed: int = 0) -> int:
-    """Write ``n`` records to the LMDB directory ``path``; returns the count."""
+def build(path: pathlib.Path, n: int = 20000, seed: int = 0, tree: pathlib.Path | None = None) -> int:
+    """Write ``n`` records to the LMDB directory ``path`` and, unless it exists, the file tree
+    ``tree`` (default: ``mnist_files`` next to ``path``); returns the count."""
     path.mkdir(parents=True, exist_ok=True)
-    return write_caffe2_lmdb(str(path), records(n, seed))
+    count = write_caffe2_lmdb(str(path), records(n, seed))
+    tree = tree if tree is not None else path.parent / "mnist_files"
+    if not tree.exists():
+        write_file_tree(tree, records(n, seed), ext="jpg")
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:
