@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -210,7 +211,8 @@ def test_more_ranks_than_samples_fails_clearly(tmp_path):
     _build(path, 3)
     r = torchrun(4, "--data", path, "--batch-size", BATCH, "--epochs", 1, timeout=120)
     assert r.returncode != 0, r.stdout[-4000:]
-    for rank in range(4):
-        assert f"[rank {rank}] cannot shard" in r.stdout, r.stdout[-4000:]
+    # Every rank fails at reader construction; torchrun stops the others when the first
+    # one exits, so how many of them get to print first is a race: at least one does.
+    assert re.search(r"\[rank \d\] cannot shard", r.stdout), r.stdout[-4000:]
     assert "num_shards=4 is larger than the dataset (3 samples)" in r.stdout
     assert "samples/s" not in r.stdout
