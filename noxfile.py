@@ -48,7 +48,7 @@ def _package_session(key: str, extra: tuple[str, ...] = ()) -> None:
 
     @nox.session(python=MAIN_PY, name=f"test_{key}")
     def _session(session: nox.Session) -> None:
-        session.install("pytest", TORCH, CORE, path, *extra)
+        session.install("pytest", CORE, path, *extra)  # no torch: these tests do not need it
         _pytest(session, f"{path}/tests")
 
     _session.__doc__ = f"Tests of {path}."
