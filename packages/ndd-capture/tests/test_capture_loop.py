@@ -363,3 +363,38 @@ def test_worker_processes_give_identical_results(lmdb_path):
     assert_same(eager, captured)
     with pytest.raises(ValueError, match="non-negative integer"):
         ndd.capture.set_worker_processes(-1)
+
+
+def test_break_during_the_traced_step_traces_again(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    rng = ndd.random.RNG(0)
+    for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
+        body(jpegs, labels, rng)
+        break
+    got = []
+    for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
+        images, _ = body(jpegs, labels, rng)
+        got.append(np.array(ndd.as_tensor(images)))
+    rep = ndd.capture.report()
+    assert rep.traced and all(s.captured and s.replayed == len(got) - 1 for s in rep.sites)
+    eager_reader, eager_rng = ndd.readers.Caffe2(path=lmdb_path), ndd.random.RNG(0)
+    first = next(iter(eager_reader.next_epoch(batch_size=B)))
+    body(*first, eager_rng)
+    ref = [np.array(ndd.as_tensor(body(j, lab, eager_rng)[0]))
+           for j, lab in eager_reader.next_epoch(batch_size=B)]
+    assert len(ref) == len(got) and all(np.array_equal(a, b) for a, b in zip(ref, got))
+
+
+def test_abandoned_iterator_during_the_traced_step_is_closed_by_next_epoch(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    it = reader.next_epoch(batch_size=B, capture=True)
+    jpegs, _ = next(it)  # the traced step; the iterator stays referenced, never exhausted
+    ndd.decoders.image(jpegs)
+    n = 0
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        ndd.decoders.image(jpegs)
+        n += 1
+    assert n == 40 // B - 1  # the epoch continues after the sample the loop already received
+    assert ndd.capture.report().sites[0].replayed == n - 1
+    with pytest.raises(StopIteration):
+        next(it)

@@ -563,13 +563,21 @@ class CaptureLoop:
         self.rebase = True
         self.generation += 1
 
+    def reset_trace(self) -> None:
+        """Drop an unfinished trace (the loop was left during its first step)."""
+        self.nodes, self.sites, self.records = [], {}, {}
+        self.rng_tracks, self.rng_start = {}, {}
+        self.report = _tls.last_report = CaptureReport(self.batch_size)
+        self.step = -1
+        self.tracing = False
+
     def _rebase(self) -> None:
         """Take the RNGs' current positions as the start of the next step (after a restore)."""
         self.rebase = False
         for tr in self.rng_tracks.values():
             tr.version = tr.rng._version
             tr.start = tr.rng._draws - (self.rel_step + 1) * tr.period  # the next step starts here
-        if self.nodes and not self.eager_only and self.step >= self.trace_step:
+        if self.nodes and not self.eager_only and self.step >= 0:
             self.start_worker(self.source)
 
     def end_step(self) -> None:
@@ -753,6 +761,10 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
         _enter(loop)
         try:
             yield wrapped
+        except GeneratorExit:
+            if tracing:  # left during the traced step: forget the partial trace, trace again later
+                loop.reset_trace()
+            raise
         finally:
             _tls.loop = None
         if tracing:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -116,6 +117,7 @@ class Reader:
         self._checkpointing = bool(enable_checkpointing)
         self._started = False
         self._epoch_iter: Iterator | None = None
+        self._capture_iter: weakref.ref | None = None
         self._invalid: str | None = None
         # Set by a driver that reads ahead of the loop (capture mode): the state as the
         # loop sees it, and callbacks that stop the read-ahead before set_state moves the reader.
@@ -198,7 +200,10 @@ class Reader:
                 ) from e
             self._close_previous_epoch()
             self._mode, self._batch_size, self._started = "capture", bs, True
-            return cap.reader_epoch(self, bs, ctx, capture)
+            it = cap.reader_epoch(self, bs, ctx, capture)
+            # Weakly: a finished or abandoned captured loop must not be kept alive by the reader.
+            self._capture_iter = weakref.ref(it)
+            return it
         bs = self._lock_batch_size(batch_size)
         self._lock_mode("batches" if bs is not None else "samples")
         self._close_previous_epoch()
@@ -212,6 +217,10 @@ class Reader:
         it, self._epoch_iter = self._epoch_iter, None
         if it is not None and hasattr(it, "close"):
             it.close()
+        ref, self._capture_iter = self._capture_iter, None
+        captured = ref() if ref is not None else None
+        if captured is not None:
+            captured.close()
 
     def __call__(self, *, batch_size: int | None = None) -> Any:
         """One direct call: the next batch (or sample) of the stream, ignoring epochs."""
