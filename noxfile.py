@@ -55,7 +55,9 @@ def _package_session(key: str, extra: tuple[str, ...] = ()) -> None:
 
 
 _package_session("ops_cpu", extra=("scikit-image",))
-_package_session("ops_cuda")
+# The GPU tests run on the CPU emulation of the GPU backend here (their conftest sets
+# NDD_CUDA_EMULATE=cpu without CUDA) and compare with the CPU kernels of ndd-ops-cpu.
+_package_session("ops_cuda", extra=(TORCH, PACKAGES["ops_cpu"]))
 _package_session("readers", extra=("protobuf", PACKAGES["ops_cpu"]))
 _package_session("capture", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"]))
 
@@ -73,6 +75,16 @@ def test_cross(session: nox.Session) -> None:
     """Cross-package and end-to-end tests in tests/."""
     session.install("pytest", TORCH, CORE, *PACKAGES.values())
     _pytest(session, "tests")
+
+
+@nox.session(python=False)
+def gpu(session: nox.Session) -> None:
+    """On a GPU machine: all GPU tests and the GPU benchmark, one table (scripts/gpu-check.sh).
+
+    Uses the Python that has torch with CUDA (NDD_GPU_PYTHON, default /opt/torch/.venv/bin/python3)
+    and installs nothing from an index; ``-- --quick`` for a short benchmark.
+    """
+    session.run("bash", "scripts/gpu-check.sh", *session.posargs, external=True)
 
 
 @nox.session(python=MAIN_PY)

@@ -28,6 +28,7 @@ _spec.loader.exec_module(bd)
 
 DISTS = {bd._norm(d.name): d for d in bd.distributions()}
 META_PULLS = {"ndd-core", "ndd-ops-cpu", "ndd-readers", "ndd-capture", "ndd-checkpoint"}
+TORCH = "torch==2.13.0"
 OFFLINE_SIGNS = ("NewConnectionError", "Temporary failure in name resolution", "Network is unreachable",
                  "Max retries exceeded")
 
@@ -66,7 +67,8 @@ class Venv:
 
     def install(self, requirement: str) -> None:
         """Third-party dependencies from the index, then the ndd wheels from the wheelhouse only."""
-        third_party = sorted(_third_party(requirement))
+        # torch: the CPU build on this disk (a bare range pulls a multi-GB CUDA build).
+        third_party = sorted(TORCH if bd._requirement_name(r) == "torch" else r for r in _third_party(requirement))
         if third_party:
             self.pip("install", "--quiet", *third_party)
         self.pip("install", "--quiet", "--no-index", "--find-links", str(self.wheelhouse), requirement)

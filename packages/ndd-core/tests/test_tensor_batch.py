@@ -174,11 +174,35 @@ def test_array_protocols_on_cpu():
     assert not hasattr(b, "__dlpack__") and not hasattr(b, "__array__")
 
 
-def test_gpu_without_backend_is_clear():
+def test_gpu_without_backend_is_clear(monkeypatch):
+    from ndd import _plugins
+
+    _plugins.ensure_loaded()
+    monkeypatch.setattr(_plugins, "devices", {})  # as if ndd-ops-cuda were not installed
     t = ndd.tensor([1, 2])
     with pytest.raises(RuntimeError, match=r"ndd-ops-cuda"):
         t.gpu()
     assert t.cpu() is t
+
+
+def test_unusable_gpu_backend_says_why(monkeypatch):
+    from ndd import _plugins
+
+    class Unusable:
+        def available(self):
+            return False
+
+        def unavailable_reason(self):
+            return "no CUDA device is visible"
+
+    _plugins.ensure_loaded()
+    monkeypatch.setattr(_plugins, "devices", {"gpu": Unusable()})
+    with pytest.raises(RuntimeError, match="installed but unusable: no CUDA device is visible"):
+        ndd.tensor([1]).gpu()
+    rec = ndd.plugins.PluginRecord("ndd.devices", "gpu", "x:register", "some-dist", "1.0", True,
+                                   unavailable="no CUDA device is visible")
+    line = str(ndd.plugins.PluginReport([rec], [])).splitlines()[1]
+    assert line.startswith("unavailable") and line.endswith("no CUDA device is visible")
 
 
 def test_repr():

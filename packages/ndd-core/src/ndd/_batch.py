@@ -143,10 +143,11 @@ class Batch:
         bd = self._batch_data()
         if bd.dense is not None:
             arr = _convert.move(bd.dense, self._device, dev)
-            nbd = BatchData(dense=arr.copy() if arr is bd.dense else arr)
+            nbd = BatchData(dense=_convert.copy_array(arr) if arr is bd.dense else arr)
         else:
             moved = [_convert.move(x, self._device, dev) for x in bd.samples]
-            nbd = BatchData(samples=[m.copy() if m is x else m for m, x in zip(moved, bd.samples)])
+            nbd = BatchData(samples=[_convert.copy_array(m) if m is x else m
+                                     for m, x in zip(moved, bd.samples)])
         return Batch._wrap(nbd, self._dtype, self._layout, dev, self._ndim, self._bs)
 
     def cpu(self) -> Batch:
@@ -165,17 +166,19 @@ class Batch:
             raise ValueError("This batch is not stored contiguously; converting it needs a copy.")
         if not bd.samples:
             return np.zeros((0,), self._dtype.numpy_dtype)
-        xp = np if self._device.device_type == "cpu" else _convert.gpu_backend().xp
+        on_cpu = self._device.device_type == "cpu"
         if bd.is_uniform():
-            return xp.stack(bd.samples)
+            return np.stack(bd.samples) if on_cpu else _convert.gpu_backend().stack(bd.samples)
         if not pad:
             shapes = [tuple(x.shape) for x in bd.samples]
             raise ValueError(
                 f"The samples have different shapes ({_shape_summary(shapes)}); "
                 "pass pad=True to zero-pad them to a common shape."
             )
-        shape = tuple(max(s) for s in zip(*(x.shape for x in bd.samples)))
-        out = xp.zeros((len(bd.samples),) + shape, dtype=bd.samples[0].dtype)
+        shape = (len(bd.samples),) + tuple(max(s) for s in zip(*(x.shape for x in bd.samples)))
+        first = bd.samples[0]
+        out = (np.zeros(shape, first.dtype) if on_cpu
+               else _convert.gpu_backend().zeros(shape, self._dtype.numpy_dtype, first))
         for i, x in enumerate(bd.samples):
             out[(i,) + tuple(slice(0, d) for d in x.shape)] = x
         return out
@@ -189,6 +192,9 @@ class Batch:
         import torch
 
         dense = self._dense(pad, copy)
+        if self._device.device_type != "cpu":
+            t = _convert.gpu_backend().to_torch(dense)
+            return t.clone() if copy else t
         if copy:
             return Tensor._wrap(dense, self._dtype, None, self._device, self._ndim + 1).torch(True)
         if isinstance(dense, np.ndarray) and not dense.flags.writeable:
@@ -223,8 +229,11 @@ class Batch:
             raise ValueError(f"batch_size must be a non-negative integer, got {batch_size!r}")
         t = as_tensor(sample, dtype=dtype, device=device)
         a = t._array()
-        xp = np if t.device.device_type == "cpu" else _convert.gpu_backend().xp
-        dense = xp.broadcast_to(a, (int(batch_size),) + tuple(a.shape)).copy()
+        shape = (int(batch_size),) + tuple(a.shape)
+        if t.device.device_type == "cpu":
+            dense = np.broadcast_to(a, shape).copy()
+        else:
+            dense = _convert.gpu_backend().broadcast(a, shape)
         return Batch._wrap(BatchData(dense=dense), t.dtype, t.layout, t.device, t.ndim, int(batch_size))
 
 
@@ -291,7 +300,7 @@ class _TensorsProxy:
             nbd = BatchData(dense=sel)
         else:
             samples = [bd.samples[i] for i in idx]
-            nbd = BatchData(samples=[s.copy() for s in samples] if copy else samples)
+            nbd = BatchData(samples=[_convert.copy_array(s) for s in samples] if copy else samples)
         return Batch._wrap(nbd, b._dtype, b._layout, b._device, b._ndim, len(idx))
 
 

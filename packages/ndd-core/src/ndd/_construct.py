@@ -126,7 +126,7 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
 
     def fix(a: Any) -> Any:
         if out_dt != dt or copy:
-            a = a.astype(out_dt.numpy_dtype, copy=True)
+            a = _convert.cast_array(a, out_dt, copy=True)
         return _convert.move(a, src_dev, dev)
 
     if dense is not None:

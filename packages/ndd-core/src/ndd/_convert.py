@@ -12,7 +12,13 @@ from ._device import CPU, Device
 
 
 def gpu_backend() -> Any:
-    """The installed GPU device backend, or a RuntimeError saying what to install."""
+    """The installed GPU device backend, or a RuntimeError saying what to install.
+
+    Besides moving data (``to_device``, ``to_host``, ``from_external``, ``device_of``)
+    it does the few array operations core needs on GPU arrays, with NumPy dtypes:
+    ``dtype_of``, ``astype``, ``copy``, ``stack``, ``zeros``, ``broadcast``, and hands
+    data out safely: ``to_torch``, ``dlpack``, ``dlpack_device``, ``cuda_array_interface``.
+    """
     from ._plugins import device_backend
 
     return device_backend("gpu")
@@ -71,24 +77,32 @@ def to_array(data: Any) -> tuple[Any, Device, _dtype.DType | None, bool]:
     mod = type(data).__module__
     if mod.startswith("torch") and hasattr(data, "is_cuda"):
         if data.is_cuda:
-            be = gpu_backend()
-            return be.from_external(data), be.device_of(data), None, True
+            return _from_gpu(data)
         t = data.detach()
         if t.dtype.is_floating_point and str(t.dtype) == "torch.bfloat16":
             raise TypeError("bfloat16 torch tensors are not supported on the CPU")
         return t.numpy(), CPU, None, True
     if is_gpu_array(data):
-        be = gpu_backend()
-        return be.from_external(data), be.device_of(data), None, True
+        return _from_gpu(data)
     if hasattr(data, "__dlpack_device__"):
         dev_type, _ = data.__dlpack_device__()
         if dev_type in (1, 3):  # kDLCPU, kDLCUDAHost
             return np.from_dlpack(data), CPU, None, True
-        be = gpu_backend()
-        return be.from_external(data), be.device_of(data), None, True
+        return _from_gpu(data)
     if hasattr(data, "__array__"):
         return np.asarray(data), CPU, None, True
     raise TypeError(f"Cannot convert an object of type {type(data).__name__} to a tensor")
+
+
+def _from_gpu(data: Any) -> tuple[Any, Device, _dtype.DType, bool]:
+    be = gpu_backend()
+    arr = be.from_external(data)
+    return arr, be.device_of(data), _dtype.from_numpy(be.dtype_of(arr)), True
+
+
+def copy_array(arr: Any) -> Any:
+    """A copy of a CPU or GPU array."""
+    return arr.copy() if isinstance(arr, np.ndarray) else gpu_backend().copy(arr)
 
 
 def cast_array(arr: Any, dt: _dtype.DType, copy: bool) -> Any:
@@ -98,9 +112,7 @@ def cast_array(arr: Any, dt: _dtype.DType, copy: bool) -> Any:
         if arr.dtype == npd:
             return arr.copy() if copy else arr
         return arr.astype(npd)
-    if arr.dtype == npd:
-        return arr.copy() if copy else arr
-    return arr.astype(npd)
+    return gpu_backend().astype(arr, npd, copy)
 
 
 def move(arr: Any, src: Device, dst: Device) -> Any:

@@ -24,6 +24,7 @@ EXTENSION_GROUP = "ndd.extensions"
 schemas: dict[str, OpSchema] = {}
 readers: dict[str, type] = {}
 devices: dict[str, Any] = {}
+_device_records: dict[str, PluginRecord] = {}  # device name -> the entry point that added it
 _extensions: dict[str, Any] = {}  # name -> EntryPoint, then the loaded module
 _records: list[PluginRecord] = []
 _loaded = False
@@ -47,13 +48,15 @@ class PluginRecord:
     version: str
     ok: bool
     error: str | None = None
+    unavailable: str | None = None  # loaded, but unusable here (e.g. a GPU backend without a GPU)
 
 
 class Registry:
     """What a plugin's ``register(registry)`` function receives."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, record: PluginRecord | None = None) -> None:
         self.source = source
+        self._record = record
 
     def add_schema(self, schema: OpSchema) -> None:
         """Declare a new operator (core declares DALI's; plugins may add their own)."""
@@ -89,6 +92,8 @@ class Registry:
         if name in devices:
             raise RuntimeError(f"Device backend {name!r} is provided twice (again by {self.source})")
         devices[name] = backend
+        if self._record is not None:
+            _device_records[name] = self._record
 
 
 def _dist_of(ep: metadata.EntryPoint) -> tuple[str, str]:
@@ -118,7 +123,7 @@ def ensure_loaded() -> None:
                 rec = PluginRecord(group, ep.name, ep.value, dist, ver, True)
                 try:
                     fn = ep.load()
-                    fn(Registry(f"{dist} {ver} ({ep.name})"))
+                    fn(Registry(f"{dist} {ver} ({ep.name})", rec))
                 except Exception as e:  # noqa: BLE001 - a broken plugin is reported, not fatal
                     rec.ok = False
                     rec.error = "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -168,10 +173,19 @@ def device_backend(name: str) -> Any:
             "with an NVIDIA GPU."
         )
     if not be.available():
-        raise RuntimeError(f"The {name.upper()} backend is installed but unusable: {be.unavailable_reason()}")
+        rec = _device_records.get(name)
+        source = f" (from {rec.distribution} {rec.version})" if rec is not None else ""
+        raise RuntimeError(f"The {name.upper()} backend{source} is installed but unusable: "
+                           f"{be.unavailable_reason()}")
     return be
 
 
 def records() -> list[PluginRecord]:
+    """Every entry point seen so far; device backends are asked here whether they are usable
+    (not at load time: that can be slow, e.g. importing torch to look for a GPU)."""
     ensure_loaded()
+    for name, rec in _device_records.items():
+        be = devices.get(name)
+        if be is not None:
+            rec.unavailable = None if be.available() else (be.unavailable_reason() or "unavailable")
     return list(_records)

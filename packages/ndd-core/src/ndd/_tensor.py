@@ -120,7 +120,7 @@ class Tensor:
             return self
         arr = _convert.move(self._array(), self._device, dev)
         if arr is self._data:
-            arr = arr.copy()
+            arr = _convert.copy_array(arr)
         return Tensor._wrap(arr, self._dtype, self._layout, dev, self._ndim)
 
     def cpu(self) -> Tensor:
@@ -135,8 +135,11 @@ class Tensor:
         import torch
 
         a = self._array()
+        if self._device.device_type != "cpu":
+            t = _convert.gpu_backend().to_torch(a)
+            return t.clone() if copy else t
         if copy:
-            return torch.from_dlpack(a).clone() if self._device.device_type != "cpu" else torch.from_numpy(np.array(a))
+            return torch.from_numpy(np.array(a))
         if isinstance(a, np.ndarray):
             if not a.flags.writeable:
                 raise ValueError(
@@ -158,18 +161,18 @@ class Tensor:
     def __cuda_array_interface__(self) -> dict:
         if self._device.device_type != "gpu":
             raise AttributeError("A CPU tensor has no __cuda_array_interface__; call .gpu() first.")
-        return self._array().__cuda_array_interface__
+        return _convert.gpu_backend().cuda_array_interface(self._array())
 
     def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
         a = self._array()
         if self._device.device_type == "cpu":
             return a.__dlpack__(**kwargs) if kwargs else a.__dlpack__()
-        return a.__dlpack__(stream=stream, **kwargs)
+        return _convert.gpu_backend().dlpack(a, stream, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self._device.device_type == "cpu":
             return (1, 0)
-        return (2, self._device.device_id)
+        return _convert.gpu_backend().dlpack_device(self._array())
 
     # -- indexing ----------------------------------------------------------
     def __getitem__(self, index: Any) -> Tensor:

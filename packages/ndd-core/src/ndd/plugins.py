@@ -17,19 +17,67 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _dispatch, _plugins
+from ._arith import result_types as arithm_result_types
 from ._dispatch import KernelArgs, KernelContext, PerSample, invoke
+from ._image_args import (
+    RESIZE_FILTER_ARGS,
+    RESIZE_SIZE_ARGS,
+    ResizePlan,
+    Window,
+    axis_kinds,
+    axis_taps,
+    batch_windows,
+    brightness_contrast_params,
+    check_hw_layout,
+    cmn_coefficients,
+    color_twist_params,
+    crop_window,
+    fill_vector,
+    half_range,
+    hsv_matrix,
+    hsv_params,
+    image_layout,
+    interp_of,
+    random_windows,
+    random_words,
+    reduced_axes,
+    resize_filters,
+    resize_plan,
+    resize_plans,
+    rotate_params,
+    rotated_size,
+    rotation_matrices,
+    sample_floats,
+    shaped_param,
+    shared_args,
+    spatial_axes,
+    type_range,
+    warp_affine_params,
+    warp_size,
+)
 from ._plugins import PluginRecord, Registry
 from ._schema import Arg, OpSchema, OutMeta
 from ._storage import BatchData
 
 __all__ = ["Arg", "BatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
-           "get_op_call_hook", "schemas"]
+           "get_op_call_hook", "schemas", "arithm_result_types",
+           # argument handling shared by the image kernels of every device (_image_args)
+           "Window", "axis_kinds", "axis_taps", "batch_windows", "brightness_contrast_params", "check_hw_layout",
+           "cmn_coefficients", "color_twist_params", "crop_window", "fill_vector", "half_range", "hsv_matrix",
+           "hsv_params", "image_layout", "interp_of", "random_windows", "random_words", "reduced_axes",
+           "resize_filters", "resize_plan", "resize_plans", "ResizePlan", "RESIZE_FILTER_ARGS", "RESIZE_SIZE_ARGS", "rotate_params",
+           "rotated_size", "rotation_matrices", "sample_floats", "shaped_param", "shared_args", "spatial_axes",
+           "type_range", "warp_affine_params", "warp_size"]
 
 
 @dataclass
 class PluginReport:
-    """What loaded (``loaded``) and what failed (``failed``), one record per entry point."""
+    """What loaded (``loaded``) and what failed (``failed``), one record per entry point.
+
+    A loaded record whose ``unavailable`` is set loaded fine but cannot be used on this
+    machine (the GPU backend without a GPU); its report line says why.
+    """
 
     loaded: list[PluginRecord]
     failed: list[PluginRecord]
@@ -37,7 +85,8 @@ class PluginReport:
     def __str__(self) -> str:
         rows = [("status", "group", "name", "distribution", "detail")]
         for r in self.loaded:
-            rows.append(("ok", r.group, r.name, f"{r.distribution} {r.version}", r.value))
+            status, detail = ("unavailable", r.unavailable) if r.unavailable else ("ok", r.value)
+            rows.append((status, r.group, r.name, f"{r.distribution} {r.version}", detail))
         for r in self.failed:
             rows.append(("FAILED", r.group, r.name, f"{r.distribution} {r.version}", r.error or ""))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]

@@ -9,45 +9,21 @@ when ``dtype`` differs from the input type.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import cv2
 import numpy as np
 
-from ndd.plugins import BatchData, KernelArgs, KernelContext
-from ndd.types import DALIImageType
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    brightness_contrast_params,
+    color_twist_params,
+    hsv_params,
+)
 
 from ._common import cast_to, map_samples
-
-_RGB2YIQ = np.array([[0.299, 0.587, 0.114],
-                     [0.596, -0.274, -0.322],
-                     [0.211, -0.523, 0.312]])
-_YIQ2RGB = np.linalg.inv(_RGB2YIQ)
-
-
-def type_range(dt: np.dtype) -> float:
-    """The nominal maximum of a type: 1 for floats, the largest value for integers."""
-    dt = np.dtype(dt)
-    return 1.0 if dt.kind == "f" else float(np.iinfo(dt).max)
-
-
-def half_range(dt: np.dtype) -> float:
-    """DALI's default contrast centre: 0.5 for floats, 2**(bits-1) (unsigned) or 2**(bits-2) (signed)."""
-    dt = np.dtype(dt)
-    if dt.kind == "f":
-        return 0.5
-    return float(1 << (dt.itemsize * 8 - 1 - (dt.kind == "i")))
-
-
-def hsv_matrix(hue: float, saturation: float, value: float) -> np.ndarray:
-    """RGB -> RGB matrix: rotate the hue by ``hue`` degrees, scale chroma and luma, in YIQ space."""
-    a = math.radians(hue)
-    c, s = math.cos(a), math.sin(a)
-    m = np.array([[value, 0, 0],
-                  [0, value * saturation * c, -value * saturation * s],
-                  [0, value * saturation * s, value * saturation * c]])
-    return _YIQ2RGB @ m @ _RGB2YIQ
 
 
 def _apply_affine(ctx: KernelContext, bd: BatchData, mats: list[np.ndarray], offs: list[np.ndarray],
@@ -83,16 +59,7 @@ def brightness_contrast_cpu(ctx: KernelContext, inputs: list[BatchData], args: K
         return []
     in_dt = bd.samples[0].dtype
     dt = ctx.output_meta[0].dtype.numpy_dtype
-    k = type_range(dt) / type_range(in_dt)
-    gains, offsets = [], []
-    for i in range(n):
-        b = float(args.sample("brightness", i))
-        sh = float(args.sample("brightness_shift", i))
-        ct = float(args.sample("contrast", i))
-        cc = args.sample("contrast_center", i)
-        cc = half_range(in_dt) if cc is None else float(cc)
-        gains.append(k * b * ct)
-        offsets.append(k * b * cc * (1 - ct) + sh * type_range(dt))
+    gains, offsets = brightness_contrast_params(args, n, in_dt, dt)
     samples = bd.samples
 
     def run(x: np.ndarray, g: float, o: float) -> np.ndarray:
@@ -115,10 +82,8 @@ def hsv_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     _channels(ctx, bd, (3,))
     in_dt = bd.samples[0].dtype
     dt = ctx.output_meta[0].dtype.numpy_dtype
-    k = type_range(dt) / type_range(in_dt)
-    mats = [k * hsv_matrix(float(args.sample("hue", i)), float(args.sample("saturation", i)),
-                           float(args.sample("value", i))) for i in range(n)]
-    return _apply_affine(ctx, bd, mats, [np.zeros(3)] * n, dt)
+    mats, offs = hsv_params(args, n, in_dt, dt)
+    return _apply_affine(ctx, bd, mats, offs, dt)
 
 
 def color_twist_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -130,13 +95,5 @@ def color_twist_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     _channels(ctx, bd, (3,))
     in_dt = bd.samples[0].dtype
     dt = ctx.output_meta[0].dtype.numpy_dtype
-    k = type_range(dt) / type_range(in_dt)
-    half = half_range(in_dt)
-    swap = np.eye(3)[::-1] if args["image_type"] == DALIImageType.BGR else np.eye(3)
-    mats, offs = [], []
-    for i in range(n):
-        b, ct = float(args.sample("brightness", i)), float(args.sample("contrast", i))
-        hs = swap @ hsv_matrix(float(args.sample("hue", i)), float(args.sample("saturation", i)), 1.0) @ swap
-        mats.append(k * b * ct * hs)
-        offs.append(np.full(3, k * b * (1 - ct) * half))
+    mats, offs = color_twist_params(args, n, in_dt, dt)
     return _apply_affine(ctx, bd, mats, offs, dt)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import cv2
 import numpy as np
 
-from ndd.plugins import KernelArgs, KernelContext
+from ndd.plugins import KernelContext
 from ndd.types import DALIInterpType
 
 T = TypeVar("T")
@@ -36,14 +36,6 @@ def batch_nbytes(samples: Sequence[np.ndarray]) -> int:
     return sum(s.nbytes for s in samples)
 
 
-def image_layout(ctx: KernelContext, ndim: int) -> str:
-    """The input image layout, guessing HWC / HW when it has none."""
-    lay = ctx.input_layouts[0]
-    if lay:
-        return lay
-    return "HWC" if ndim == 3 else "HW"
-
-
 def cast_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Convert ``x`` to ``dtype``: floats going to integers are rounded and saturated."""
     dtype = np.dtype(dtype)
@@ -55,36 +47,7 @@ def cast_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(x.astype(dtype))
 
 
-def interp_of(op: str, name: str, v: Any, i: int) -> DALIInterpType:
-    """A per-sample interpolation value (int32 from a Batch) as a DALIInterpType."""
-    try:
-        return DALIInterpType(int(v))
-    except ValueError:
-        raise ValueError(f"Operator `{op}`: argument '{name}': {int(v)} (sample {i}) is not a valid "
-                         "DALIInterpType") from None
-
-
 CV_INTERP = {
     DALIInterpType.INTERP_NN: cv2.INTER_NEAREST,
     DALIInterpType.INTERP_LINEAR: cv2.INTER_LINEAR,
 }
-
-
-def fill_vector(op: str, fill: Sequence[float], channels: int) -> np.ndarray:
-    """Padding values as a (channels,) float64 array (one value broadcasts)."""
-    f = np.asarray(fill, np.float64)
-    if f.size == 1:
-        return np.full(channels, f[0])
-    if f.size != channels:
-        raise ValueError(
-            f"Operator `{op}`: argument 'fill_values' has {f.size} values but the image has {channels} channels"
-        )
-    return f
-
-
-def sample_floats(args: KernelArgs, name: str, i: int) -> tuple[float, ...] | None:
-    """A FLOATS argument of sample ``i`` as a tuple (None when not set)."""
-    v = args.sample(name, i)
-    if v is None:
-        return None
-    return tuple(float(x) for x in np.ravel(v))

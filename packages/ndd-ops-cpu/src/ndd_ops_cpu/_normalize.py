@@ -6,37 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from ndd.plugins import BatchData, KernelArgs, KernelContext
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    batch_windows,
+    cmn_coefficients,
+    fill_vector,
+    image_layout,
+    reduced_axes,
+    shaped_param,
+)
 
-from ._common import cast_to, fill_vector, image_layout, map_samples
-from ._crop import batch_windows, extract
-
-
-def _per_channel(op: str, name: str, v: Any, c: int, i: int) -> np.ndarray:
-    a = np.asarray(v, np.float32).ravel()
-    if a.size == 1:
-        return np.full(c, a[0], np.float32)
-    if a.size != c:
-        raise ValueError(f"Operator `{op}`: argument '{name}' has {a.size} values but sample {i} has {c} "
-                         "channel(s)")
-    return a
-
-
-def _cmn_coefficients(op: str, args: KernelArgs, chans: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per sample ``(a, b)`` with ``(x - mean) / std * scale + shift == x * a + b``."""
-    scale, shift = np.float32(args["scale"]), np.float32(args["shift"])
-
-    def one(i: int) -> tuple[np.ndarray, np.ndarray]:
-        mean = _per_channel(op, "mean", args.sample("mean", i), chans[i], i)
-        std = _per_channel(op, "std", args.sample("std", i), chans[i], i)
-        if np.any(std == 0):
-            raise ValueError(f"Operator `{op}`: argument 'std' must not contain 0 (sample {i})")
-        a = scale / std
-        return a, shift - mean * a
-
-    if len(set(chans)) == 1 and not args.is_per_sample("mean") and not args.is_per_sample("std"):
-        return [one(0)] * len(chans)
-    return [one(i) for i in range(len(chans))]
+from ._common import cast_to, map_samples
+from ._crop import extract
 
 # Above this many output bytes the dense path goes sample by sample across the thread pool.
 _SPLIT_MIN_BYTES = 1 << 22
@@ -88,7 +71,7 @@ def _cmn_dense(ctx: KernelContext, bd: BatchData, args: KernelArgs, lay: str, in
     (y0, x0), (h, w) = wins[0]
     if any(wi != wins[0] for wi in wins) or y0 < 0 or x0 < 0 or y0 + h > hw[0] or x0 + w > hw[1]:
         return None
-    coefs = _cmn_coefficients(op, args, [c] * n)
+    coefs = cmn_coefficients(op, args, [c] * n)
     a, b = coefs[0]
     if any(ci is not coefs[0] and not (np.array_equal(ci[0], a) and np.array_equal(ci[1], b))
            for ci in coefs):
@@ -157,7 +140,7 @@ def cmn_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     chans = [s.shape[ca] if ca >= 0 else 1 for s in samples]
     wins = batch_windows(op, args, [(s.shape[ha], s.shape[wa]) for s in samples], args["out_of_bounds_policy"])
     mirror = np.asarray(args.per_sample("mirror"), bool).reshape(n)
-    coefs = _cmn_coefficients(op, args, chans)
+    coefs = cmn_coefficients(op, args, chans)
 
     def out_shape(i: int) -> tuple[int, ...]:
         shape = list(samples[i].shape)
@@ -216,26 +199,6 @@ def cmn_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     return [one(i, np.empty(shapes[i], np.float32)) for i in range(n)]
 
 
-def _reduced_axes(op: str, args: KernelArgs, layout: str | None, ndim: int) -> tuple[int, ...]:
-    if args["axis_names"] is not None:
-        if not layout:
-            raise ValueError(f"Operator `{op}`: argument 'axis_names' needs an input with a layout")
-        return tuple(sorted(layout.index(ch) for ch in args["axis_names"]))
-    if args["axes"] is not None:
-        return tuple(sorted(a % ndim for a in args["axes"]))
-    return tuple(range(ndim))
-
-
-def _shaped(op: str, name: str, v: Any, red_shape: tuple[int, ...], i: int) -> np.ndarray:
-    a = np.asarray(v, np.float32)
-    if a.size == 1:
-        return a.reshape([1] * len(red_shape))
-    if a.size != int(np.prod(red_shape)):
-        raise ValueError(f"Operator `{op}`: argument '{name}' of sample {i} has {a.size} values; the reduced "
-                         f"shape is {red_shape}")
-    return a.reshape(red_shape)
-
-
 def normalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """``scale * (x - mean) / sqrt(var + epsilon) + shift``; ``var = stddev**2`` when given."""
     op = ctx.op
@@ -245,7 +208,7 @@ def normalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
     if n == 0:
         return []
     ndim = samples[0].ndim
-    axes = _reduced_axes(op, args, ctx.input_layouts[0], ndim)
+    axes = reduced_axes(op, args, ctx.input_layouts[0], ndim)
     dt = ctx.output_meta[0].dtype.numpy_dtype
     eps, ddof, scale, shift = args["epsilon"], args["ddof"], args["scale"], args["shift"]
 
@@ -258,9 +221,9 @@ def normalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
     for i, s in enumerate(samples):
         m, sd = args.sample("mean", i), args.sample("stddev", i)
         if m is not None:
-            means[i] = _shaped(op, "mean", m, red_shape(s), i)
+            means[i] = shaped_param(op, "mean", m, red_shape(s), i)
         if sd is not None:
-            stds[i] = _shaped(op, "stddev", sd, red_shape(s), i)
+            stds[i] = shaped_param(op, "stddev", sd, red_shape(s), i)
     if args["batch"]:
         shapes = {red_shape(s) for s in samples}
         if len(shapes) != 1:

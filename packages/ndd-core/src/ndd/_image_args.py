@@ -1,0 +1,598 @@
+"""Argument handling shared by the CPU and GPU image kernels (internal; exported
+through :mod:`ndd.plugins`).
+
+Pure NumPy: crop windows, random crop windows, resize plans and filter taps, rotate
+and warp matrices, normalisation coefficients, colour matrices. Kernels of every
+device compute their per-sample parameters here, so they agree on the semantics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._dispatch import KernelArgs, KernelContext
+from .random._philox import bounded_int, uniform
+from .types import DALIImageType, DALIInterpType
+
+# -- common ---------------------------------------------------------------------------
+
+
+def image_layout(ctx: KernelContext, ndim: int) -> str:
+    """The input image layout, guessing HWC / HW when it has none."""
+    lay = ctx.input_layouts[0]
+    if lay:
+        return lay
+    return "HWC" if ndim == 3 else "HW"
+
+
+def check_hw_layout(ctx: KernelContext, samples: list) -> None:
+    """Raise unless the images are HWC or HW."""
+    if samples:
+        lay = image_layout(ctx, samples[0].ndim)
+        if lay not in ("HWC", "HW"):
+            raise ValueError(f"Operator `{ctx.op}`: expects HWC or HW images, got layout {lay!r}")
+
+
+def interp_of(op: str, name: str, v: Any, i: int) -> DALIInterpType:
+    """A per-sample interpolation value (int32 from a Batch) as a DALIInterpType."""
+    try:
+        return DALIInterpType(int(v))
+    except ValueError:
+        raise ValueError(f"Operator `{op}`: argument '{name}': {int(v)} (sample {i}) is not a valid "
+                         "DALIInterpType") from None
+
+
+def fill_vector(op: str, fill: Sequence[float], channels: int) -> np.ndarray:
+    """Padding values as a (channels,) float64 array (one value broadcasts)."""
+    f = np.asarray(fill, np.float64)
+    if f.size == 1:
+        return np.full(channels, f[0])
+    if f.size != channels:
+        raise ValueError(
+            f"Operator `{op}`: argument 'fill_values' has {f.size} values but the image has {channels} channels"
+        )
+    return f
+
+
+def sample_floats(args: KernelArgs, name: str, i: int) -> tuple[float, ...] | None:
+    """A FLOATS argument of sample ``i`` as a tuple (None when not set)."""
+    v = args.sample(name, i)
+    if v is None:
+        return None
+    return tuple(float(x) for x in np.ravel(v))
+
+
+def shared_args(args: KernelArgs, names: Sequence[str]) -> bool:
+    """True when none of ``names`` has per-sample values."""
+    return not any(args.is_per_sample(k) for k in names)
+
+
+def random_words(ctx: KernelContext, n: int, attempts: int) -> np.ndarray:
+    """The call's random words, shaped (samples, attempts, 4)."""
+    from .random import RNG
+
+    sub = RNG.from_words(ctx.random_state)
+    return sub.draw_words(n * attempts * 4).reshape(n, attempts, 4)
+
+
+# -- crop windows ------------------------------------------------------------------------
+
+Window = tuple[tuple[int, int], tuple[int, int]]  # ((y0, x0), (h, w))
+
+
+def _round(x: float, mode: str) -> int:
+    # DALI's "round" is std::round: halves away from zero.
+    return int(math.trunc(x)) if mode == "truncate" else int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
+def crop_window(op: str, args: KernelArgs, i: int, hw: tuple[int, int], policy: str) -> Window:
+    """The crop window of sample ``i`` for an image of spatial shape ``hw``.
+
+    Shape: ``crop`` (H, W) or ``crop_h``/``crop_w`` (0: the whole extent), rounded
+    to the nearest pixel. Anchor: ``crop_pos * (extent - window)`` rounded as
+    ``rounding`` says. With ``policy`` "error" a window outside the image raises;
+    "trim_to_shape" shrinks it to the image; "pad" returns it as is.
+    """
+    H, W = hw
+    crop = args.sample("crop", i)
+    if crop is not None and np.size(crop):
+        c = [float(v) for v in np.ravel(crop)]
+        if len(c) != 2:
+            raise ValueError(f"Operator `{op}`: argument 'crop' must be (H, W), got {c} for sample {i}")
+        ch, cw = c
+    else:
+        ch, cw = float(args.sample("crop_h", i)), float(args.sample("crop_w", i))
+    if ch < 0 or cw < 0:
+        raise ValueError(f"Operator `{op}`: the crop window of sample {i} must be non-negative, got {(ch, cw)}")
+    h = _round(ch, "round") if ch else H
+    w = _round(cw, "round") if cw else W
+    mode = args["rounding"]
+    y0 = _round(float(args.sample("crop_pos_y", i)) * (H - h), mode)
+    x0 = _round(float(args.sample("crop_pos_x", i)) * (W - w), mode)
+    inside = y0 >= 0 and x0 >= 0 and y0 + h <= H and x0 + w <= W
+    if inside or policy == "pad":
+        return (y0, x0), (h, w)
+    if policy == "error":
+        raise ValueError(
+            f"Operator `{op}`: the crop window of sample {i} (anchor y={y0}, x={x0}, shape {h}x{w}) lies "
+            f"outside the input of shape {H}x{W}; pass out_of_bounds_policy='pad' or 'trim_to_shape'"
+        )
+    ya, xa = max(y0, 0), max(x0, 0)
+    return (ya, xa), (max(0, min(y0 + h, H) - ya), max(0, min(x0 + w, W) - xa))
+
+
+_WINDOW_ARGS = ("crop", "crop_w", "crop_h", "crop_pos_x", "crop_pos_y")
+
+
+def batch_windows(op: str, args: KernelArgs, shapes: list[tuple[int, int]], policy: str) -> list[Window]:
+    """The windows of all samples; computed once when arguments and shapes are shared."""
+    if shapes and len(set(shapes)) == 1 and shared_args(args, _WINDOW_ARGS):
+        return [crop_window(op, args, 0, shapes[0], policy)] * len(shapes)
+    return [crop_window(op, args, i, hw, policy) for i, hw in enumerate(shapes)]
+
+
+def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: KernelArgs) -> list[Window]:
+    """Random crop windows, one per sample, from ``words`` of shape (n, attempts, 4).
+
+    For attempt ``a`` of a sample the four words give: the area fraction
+    (uniform in ``random_area``), the log aspect ratio (uniform in
+    log ``random_aspect_ratio``), then the x and y anchors (uniform integers).
+    The first attempt whose window fits the image wins; if none fits, the
+    largest centred window with an aspect ratio in range is used.
+    """
+    amin, amax = args["random_area"]
+    rmin, rmax = args["random_aspect_ratio"]
+    hw = np.array(shapes, np.int64).reshape(-1, 2)
+    H, W = hw[:, :1], hw[:, 1:]
+    area = uniform(words[..., 0], amin, amax).astype(np.float64) * (H * W)
+    ratio = np.exp(uniform(words[..., 1], math.log(rmin), math.log(rmax)).astype(np.float64))
+    ws = np.floor(np.sqrt(area * ratio) + 0.5).astype(np.int64)
+    hs = np.floor(np.sqrt(area / ratio) + 0.5).astype(np.int64)
+    ok = (ws > 0) & (hs > 0) & (ws <= W) & (hs <= H)
+    rows = np.arange(len(hw))
+    first = ok.argmax(axis=1)
+    found = ok[rows, first]
+    w, h = ws[rows, first], hs[rows, first]
+    x0 = bounded_int(words[rows, first, 2], np.where(found, W[:, 0] - w + 1, 1))
+    y0 = bounded_int(words[rows, first, 3], np.where(found, H[:, 0] - h + 1, 1))
+    out = []
+    for i in range(len(hw)):
+        if found[i]:
+            out.append(((int(y0[i]), int(x0[i])), (int(h[i]), int(w[i]))))
+            continue
+        Hi, Wi = int(hw[i, 0]), int(hw[i, 1])
+        fw, fh = Wi, Hi
+        if Wi / Hi < rmin:
+            fh = max(1, round(Wi / rmin))
+        elif Wi / Hi > rmax:
+            fw = max(1, round(Hi * rmax))
+        out.append((((Hi - fh) // 2, (Wi - fw) // 2), (fh, fw)))
+    return out
+
+
+def spatial_axes(layout: str) -> tuple[int, int]:
+    return layout.index("H"), layout.index("W")
+
+
+# -- crop_mirror_normalize and normalize -----------------------------------------------
+
+
+def _per_channel(op: str, name: str, v: Any, c: int, i: int) -> np.ndarray:
+    a = np.asarray(v, np.float32).ravel()
+    if a.size == 1:
+        return np.full(c, a[0], np.float32)
+    if a.size != c:
+        raise ValueError(f"Operator `{op}`: argument '{name}' has {a.size} values but sample {i} has {c} "
+                         "channel(s)")
+    return a
+
+
+def cmn_coefficients(op: str, args: KernelArgs, chans: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per sample ``(a, b)`` with ``(x - mean) / std * scale + shift == x * a + b``."""
+    scale, shift = np.float32(args["scale"]), np.float32(args["shift"])
+
+    def one(i: int) -> tuple[np.ndarray, np.ndarray]:
+        mean = _per_channel(op, "mean", args.sample("mean", i), chans[i], i)
+        std = _per_channel(op, "std", args.sample("std", i), chans[i], i)
+        if np.any(std == 0):
+            raise ValueError(f"Operator `{op}`: argument 'std' must not contain 0 (sample {i})")
+        a = scale / std
+        return a, shift - mean * a
+
+    if len(set(chans)) == 1 and not args.is_per_sample("mean") and not args.is_per_sample("std"):
+        return [one(0)] * len(chans)
+    return [one(i) for i in range(len(chans))]
+
+
+def reduced_axes(op: str, args: KernelArgs, layout: str | None, ndim: int) -> tuple[int, ...]:
+    """The axes ``normalize`` reduces over (``axis_names``, ``axes`` or all)."""
+    if args["axis_names"] is not None:
+        if not layout:
+            raise ValueError(f"Operator `{op}`: argument 'axis_names' needs an input with a layout")
+        return tuple(sorted(layout.index(ch) for ch in args["axis_names"]))
+    if args["axes"] is not None:
+        return tuple(sorted(a % ndim for a in args["axes"]))
+    return tuple(range(ndim))
+
+
+def shaped_param(op: str, name: str, v: Any, red_shape: tuple[int, ...], i: int) -> np.ndarray:
+    """A ``mean`` / ``stddev`` value of ``normalize`` shaped to the reduced shape."""
+    a = np.asarray(v, np.float32)
+    if a.size == 1:
+        return a.reshape([1] * len(red_shape))
+    if a.size != int(np.prod(red_shape)):
+        raise ValueError(f"Operator `{op}`: argument '{name}' of sample {i} has {a.size} values; the reduced "
+                         f"shape is {red_shape}")
+    return a.reshape(red_shape)
+
+
+# -- colour ----------------------------------------------------------------------------
+
+_RGB2YIQ = np.array([[0.299, 0.587, 0.114],
+                     [0.596, -0.274, -0.322],
+                     [0.211, -0.523, 0.312]])
+_YIQ2RGB = np.linalg.inv(_RGB2YIQ)
+
+
+def type_range(dt: np.dtype) -> float:
+    """The nominal maximum of a type: 1 for floats, the largest value for integers."""
+    dt = np.dtype(dt)
+    return 1.0 if dt.kind == "f" else float(np.iinfo(dt).max)
+
+
+def half_range(dt: np.dtype) -> float:
+    """DALI's default contrast centre: 0.5 for floats, 2**(bits-1) (unsigned) or 2**(bits-2) (signed)."""
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return 0.5
+    return float(1 << (dt.itemsize * 8 - 1 - (dt.kind == "i")))
+
+
+def hsv_matrix(hue: float, saturation: float, value: float) -> np.ndarray:
+    """RGB -> RGB matrix: rotate the hue by ``hue`` degrees, scale chroma and luma, in YIQ space."""
+    a = math.radians(hue)
+    c, s = math.cos(a), math.sin(a)
+    m = np.array([[value, 0, 0],
+                  [0, value * saturation * c, -value * saturation * s],
+                  [0, value * saturation * s, value * saturation * c]])
+    return _YIQ2RGB @ m @ _RGB2YIQ
+
+
+def brightness_contrast_params(args: KernelArgs, n: int, in_dt: np.dtype,
+                               dt: np.dtype) -> tuple[list[float], list[float]]:
+    """Per sample ``(gain, offset)`` with ``out = x * gain + offset`` (in output units)."""
+    k = type_range(dt) / type_range(in_dt)
+    gains, offsets = [], []
+    for i in range(n):
+        b = float(args.sample("brightness", i))
+        sh = float(args.sample("brightness_shift", i))
+        ct = float(args.sample("contrast", i))
+        cc = args.sample("contrast_center", i)
+        cc = half_range(in_dt) if cc is None else float(cc)
+        gains.append(k * b * ct)
+        offsets.append(k * b * cc * (1 - ct) + sh * type_range(dt))
+    return gains, offsets
+
+
+def hsv_params(args: KernelArgs, n: int, in_dt: np.dtype,
+               dt: np.dtype) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per sample ``(matrix, offset)`` of ``hsv``: ``out = matrix @ rgb + offset``."""
+    k = type_range(dt) / type_range(in_dt)
+    mats = [k * hsv_matrix(float(args.sample("hue", i)), float(args.sample("saturation", i)),
+                           float(args.sample("value", i))) for i in range(n)]
+    return mats, [np.zeros(3)] * n
+
+
+def color_twist_params(args: KernelArgs, n: int, in_dt: np.dtype,
+                       dt: np.dtype) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per sample ``(matrix, offset)`` of ``color_twist``:
+    ``brightness * (contrast * (HS(rgb) - half) + half)``, HS the hue/saturation matrix."""
+    k = type_range(dt) / type_range(in_dt)
+    half = half_range(in_dt)
+    swap = np.eye(3)[::-1] if args["image_type"] == DALIImageType.BGR else np.eye(3)
+    mats, offs = [], []
+    for i in range(n):
+        b, ct = float(args.sample("brightness", i)), float(args.sample("contrast", i))
+        hs = swap @ hsv_matrix(float(args.sample("hue", i)), float(args.sample("saturation", i)), 1.0) @ swap
+        mats.append(k * b * ct * hs)
+        offs.append(np.full(3, k * b * (1 - ct) * half))
+    return mats, offs
+
+
+# -- rotate and warp_affine ----------------------------------------------------------------
+
+
+def rotated_size(h: np.ndarray, w: np.ndarray, angle_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DALI's canvas for rotated images (arrays, one per sample): the bounding box, with
+    the parity of the dominant input extent kept so the centre stays on the pixel grid."""
+    a = np.radians(angle_deg)
+    c, s = np.abs(np.cos(a)), np.abs(np.sin(a))
+    eps = 1e-2
+    ow = np.ceil(c * w + s * h - eps).astype(np.int64)
+    oh = np.ceil(c * h + s * w - eps).astype(np.int64)
+    pw = np.where(s <= c, w % 2, h % 2)
+    ph = np.where(s <= c, h % 2, w % 2)
+    return oh + ((oh % 2) ^ ph), ow + ((ow % 2) ^ pw)
+
+
+def rotation_matrices(in_hw: np.ndarray, out_hw: np.ndarray, angle_deg: np.ndarray) -> np.ndarray:
+    """DALI's output-to-input maps of ``rotate`` (counter-clockwise on screen), (n, 2, 3)."""
+    a = np.radians(angle_deg)
+    c, s = np.cos(a), np.sin(a)
+    m = np.empty((len(a), 2, 3))
+    m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1] = c, -s, s, c
+    in_xy, out_xy = in_hw[:, ::-1] * 0.5, out_hw[:, ::-1] * 0.5
+    m[:, :, 2] = in_xy - np.einsum("nij,nj->ni", m[:, :, :2], out_xy)
+    return m
+
+
+def warp_size(op: str, args: KernelArgs, i: int) -> tuple[int, int] | None:
+    """The ``size`` argument of sample ``i`` as integers (None when not set)."""
+    size = sample_floats(args, "size", i)
+    if size is None or not size:
+        return None
+    if len(size) != 2 or min(size) < 0:
+        raise ValueError(f"Operator `{op}`: argument 'size' must be (H, W) non-negative, got {list(size)} "
+                         f"for sample {i}")
+    return int(round(size[0])), int(round(size[1]))
+
+
+def rotate_params(op: str, args: KernelArgs, in_hw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(matrices (n, 2, 3), output sizes (n, 2))`` of ``rotate`` for input sizes ``in_hw``."""
+    n = len(in_hw)
+    angles = np.asarray(args.per_sample("angle"), np.float64).reshape(n)
+    if args["keep_size"]:
+        out_hw = in_hw
+    else:
+        oh, ow = rotated_size(in_hw[:, 0], in_hw[:, 1], angles)
+        out_hw = np.stack([oh, ow], axis=1)
+        if args["size"] is not None or args.is_per_sample("size"):
+            out_hw = np.array([warp_size(op, args, i) or tuple(out_hw[i]) for i in range(n)], np.int64)
+    return rotation_matrices(in_hw, out_hw, angles), out_hw
+
+
+def warp_affine_params(op: str, args: KernelArgs, mtx: Any, in_hw: Sequence[tuple[int, int]]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(output-to-input matrices (n, 2, 3), output sizes (n, 2))`` of ``warp_affine``;
+    ``mtx`` is the optional matrix input (a BatchData of host arrays) or None."""
+    if mtx is not None and args["matrix"] is not None:
+        raise ValueError(f"Operator `{op}`: give the matrix either as argument 'matrix' or as the 'mtx' "
+                         "input, not both")
+    mats, sizes = [], []
+    for i, hw in enumerate(in_hw):
+        if mtx is not None:
+            raw = np.asarray(mtx.sample(i), np.float64).ravel()
+        else:
+            v = args.sample("matrix", i)
+            if v is None:
+                raise ValueError(f"Operator `{op}`: a matrix is required (argument 'matrix' or input 'mtx')")
+            raw = np.asarray(v, np.float64).ravel()
+        if raw.size != 6:
+            raise ValueError(f"Operator `{op}`: argument 'matrix' must have 6 values (2x3), got {raw.size} "
+                             f"for sample {i}")
+        m = raw.reshape(2, 3)
+        if not args["inverse_map"]:
+            full = np.vstack([m, [0, 0, 1]])
+            try:
+                m = np.linalg.inv(full)[:2]
+            except np.linalg.LinAlgError:
+                raise ValueError(f"Operator `{op}`: argument 'matrix' of sample {i} is singular and "
+                                 "inverse_map=False needs its inverse") from None
+        mats.append(m)
+        sizes.append(warp_size(op, args, i) or tuple(hw))
+    return np.array(mats, np.float64).reshape(-1, 2, 3), np.array(sizes, np.int64).reshape(-1, 2)
+
+
+# -- resize --------------------------------------------------------------------------------
+
+NN, LINEAR, CUBIC, LANCZOS3, TRIANGULAR, GAUSSIAN = (
+    DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR, DALIInterpType.INTERP_CUBIC,
+    DALIInterpType.INTERP_LANCZOS3, DALIInterpType.INTERP_TRIANGULAR, DALIInterpType.INTERP_GAUSSIAN,
+)
+
+
+def _round_half_away(x: float) -> int:
+    return int(math.floor(abs(x) + 0.5))
+
+
+def _adjust_output_size(out: list[float], ins: list[float], mode: str, max_size: list[float] | None) -> list[float]:
+    """DALI's output-size rule for requested extents ``out`` (0: not given)."""
+    nd = len(out)
+    mask = [out[d] != 0 and ins[d] != 0 for d in range(nd)]
+    scale = [out[d] / ins[d] if ins[d] else 1.0 for d in range(nd)]
+    given = sum(mask)
+    if given == 0:
+        return list(ins)
+    out = list(out)
+    if mode in ("default", "stretch"):
+        if given < nd:
+            if mode == "default":
+                avg = math.prod(abs(scale[d]) for d in range(nd) if mask[d]) ** (1.0 / given)
+            else:
+                avg = 1.0
+            for d in range(nd):
+                if not mask[d]:
+                    out[d] = ins[d] * avg
+        if max_size:
+            for d in range(nd):
+                if max_size[d] > 0 and abs(out[d]) > max_size[d]:
+                    out[d] = math.copysign(max_size[d], out[d])
+        return out
+    final = None
+    for d in range(nd):
+        if mask[d]:
+            s = abs(scale[d])
+            if final is None or (mode == "not_smaller" and s > final) or (mode == "not_larger" and s < final):
+                final = s
+    if max_size:
+        for d in range(nd):
+            if max_size[d] > 0:
+                final = min(final, max_size[d] / ins[d])
+    for d in range(nd):
+        if not mask[d] or abs(scale[d]) != final:
+            out[d] = ins[d] * math.copysign(final, scale[d])
+    return out
+
+
+class ResizePlan:
+    """Output size and input ROI of one sample: rows/cols ``lo``..``hi`` map onto ``out``."""
+
+    __slots__ = ("out", "lo", "hi")
+
+    def __init__(self, out: tuple[int, int], lo: tuple[float, float], hi: tuple[float, float]) -> None:
+        self.out, self.lo, self.hi = out, lo, hi
+
+
+def resize_plan(op: str, args: KernelArgs, i: int, hw: tuple[int, int]) -> ResizePlan:
+    """Apply DALI's size arguments to sample ``i`` of spatial shape ``hw``."""
+    size = sample_floats(args, "size", i)
+    rx, ry = float(args.sample("resize_x", i)), float(args.sample("resize_y", i))
+    rs, rl = float(args.sample("resize_shorter", i)), float(args.sample("resize_longer", i))
+    methods = [name for name, on in (("resize_x/resize_y", rx or ry), ("size", size is not None),
+                                     ("resize_shorter", rs), ("resize_longer", rl)) if on]
+    if len(methods) != 1:
+        raise ValueError(
+            f"Operator `{op}`: exactly one way of giving the size must be used (resize_x/resize_y, size, "
+            f"resize_shorter or resize_longer); got {', '.join(methods) or 'none'}"
+        )
+    mode = args["mode"]
+    if size is not None:
+        if len(size) == 1:
+            size = size * 2
+        if len(size) != 2:
+            raise ValueError(f"Operator `{op}`: argument 'size' must be (H, W), got {list(size)} for sample {i}")
+        if min(size) < 0:
+            raise ValueError(f"Operator `{op}`: argument 'size' must be non-negative, got {list(size)} for sample {i}")
+        req = list(size)
+    elif rs or rl:
+        v = rs or rl
+        if v < 0:
+            name = "resize_shorter" if rs else "resize_longer"
+            raise ValueError(f"Operator `{op}`: argument '{name}' must be non-negative, got {v} for sample {i}")
+        req = [v, v]
+        mode = "not_smaller" if rs else "not_larger"
+    else:
+        req = [ry, rx]
+    max_size = args["max_size"]
+    if max_size is not None:
+        max_size = list(max_size) * 2 if len(max_size) == 1 else list(max_size)
+    lo, hi = [0.0, 0.0], [float(hw[0]), float(hw[1])]
+    start, end = sample_floats(args, "roi_start", i), sample_floats(args, "roi_end", i)
+    if start is not None and end is not None:
+        if len(start) != 2 or len(end) != 2:
+            raise ValueError(f"Operator `{op}`: arguments 'roi_start' and 'roi_end' must be (y, x) for sample {i}")
+        for d in range(2):
+            a, b = start[d], end[d]
+            if args["roi_relative"]:
+                a, b = a * hw[d], b * hw[d]
+            if abs(b - a) < 1e-3:  # a degenerate ROI samples one spot instead of dividing by 0
+                off = 0.5e-3 if a <= b else -0.5e-3
+                a, b = a - off, b + off
+            lo[d], hi[d] = a, b
+    ins = []
+    for d in range(2):
+        if hi[d] < lo[d]:
+            lo[d], hi[d] = hi[d], lo[d]
+            req[d] = -req[d]
+        ins.append(hi[d] - lo[d])
+    req = _adjust_output_size(req, ins, mode, max_size)
+    empty = hw[0] == 0 or hw[1] == 0
+    out = []
+    for d in range(2):
+        n = max(0 if empty else 1, _round_half_away(req[d]))
+        if req[d] < 0:
+            lo[d], hi[d] = hi[d], lo[d]
+        if args["subpixel_scale"] and req[d] and n != abs(req[d]):
+            adj = min(max(n / abs(req[d]), -10.0), 10.0)
+            c = (lo[d] + hi[d]) * 0.5
+            lo[d], hi[d] = c + (lo[d] - c) * adj, c + (hi[d] - c) * adj
+        out.append(n)
+    return ResizePlan((out[0], out[1]), (lo[0], lo[1]), (hi[0], hi[1]))
+
+
+RESIZE_SIZE_ARGS = ("size", "resize_x", "resize_y", "resize_shorter", "resize_longer", "roi_start", "roi_end")
+RESIZE_FILTER_ARGS = ("interp_type", "min_filter", "mag_filter")
+
+
+def resize_filters(op: str, args: KernelArgs, i: int) -> tuple[DALIInterpType, DALIInterpType]:
+    """``(min_filter, mag_filter)`` of sample ``i`` (both default to ``interp_type``)."""
+    interp = interp_of(op, "interp_type", args.sample("interp_type", i), i)
+    mn, mg = args.sample("min_filter", i), args.sample("mag_filter", i)
+    mn = interp if mn is None else interp_of(op, "min_filter", mn, i)
+    mg = interp if mg is None else interp_of(op, "mag_filter", mg, i)
+    return mn, mg
+
+
+def axis_kinds(plan: ResizePlan, min_f: DALIInterpType, mag_f: DALIInterpType,
+               antialias: bool) -> tuple[DALIInterpType, DALIInterpType]:
+    """The filter of each axis: min_filter when it shrinks, LINEAR <-> TRIANGULAR by ``antialias``."""
+    kinds = []
+    for d in range(2):
+        shrink = plan.out[d] < abs(plan.hi[d] - plan.lo[d])
+        k = min_f if shrink else mag_f
+        if k == LINEAR and antialias and shrink:
+            k = TRIANGULAR
+        elif k == TRIANGULAR and not (antialias and shrink):
+            k = LINEAR
+        kinds.append(k)
+    return kinds[0], kinds[1]
+
+
+def _cubic(x: np.ndarray) -> np.ndarray:
+    x = np.abs(x)
+    return np.where(x < 1, (1.5 * x - 2.5) * x * x + 1,
+                    np.where(x < 2, ((-0.5 * x + 2.5) * x - 4) * x + 2, 0.0))
+
+
+def _lanczos3(x: np.ndarray) -> np.ndarray:
+    return np.where(np.abs(x) < 3, np.sinc(x) * np.sinc(x / 3), 0.0)
+
+
+def _filter(kind: DALIInterpType, in_size: float, out_size: int, antialias: bool) -> tuple[Any, float]:
+    """The 1-D filter of one axis as (function of the distance in filter units, radius in pixels)."""
+    shrink = in_size / out_size if out_size and in_size > out_size and antialias else 1.0
+    if kind == LINEAR:
+        return (lambda d: np.maximum(0.0, 1 - np.abs(d))), 1.0
+    if kind == TRIANGULAR:
+        return (lambda d: np.maximum(0.0, 1 - np.abs(d))), shrink
+    if kind == GAUSSIAN:
+        return (lambda d: np.where(np.abs(d) <= 1, np.exp(-(2 * d) ** 2), 0.0)), shrink
+    if kind == CUBIC:
+        return (lambda d: _cubic(2 * d)), 2 * shrink
+    return (lambda d: _lanczos3(3 * d)), 3 * shrink
+
+
+def axis_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
+              antialias: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Input indices and weights (n_out, taps) of one axis; edges clamped, weights sum to 1."""
+    scale = (hi - lo) / n_out
+    centres = lo + (np.arange(n_out) + 0.5) * scale
+    if kind == NN:
+        idx = np.clip(np.floor(centres), 0, n_in - 1).astype(np.intp)[:, None]
+        return idx, np.ones((n_out, 1), np.float32)
+    f, radius = _filter(kind, abs(hi - lo), n_out, antialias)
+    taps = int(math.ceil(2 * radius)) + 2
+    first = np.floor(centres - radius - 0.5).astype(np.intp)
+    pos = first[:, None] + np.arange(taps)
+    w = f((pos + 0.5 - centres[:, None]) / radius)
+    w /= np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
+    return np.clip(pos, 0, n_in - 1), w.astype(np.float32)
+
+
+def resize_plans(op: str, args: KernelArgs, shapes: list[tuple[int, int]]) -> tuple[list, list]:
+    """The plans and (min, mag) filters of every sample; computed once when arguments and
+    input shapes are shared by the batch."""
+    n = len(shapes)
+    if n and len(set(shapes)) == 1 and shared_args(args, RESIZE_SIZE_ARGS):
+        plans = [resize_plan(op, args, 0, shapes[0])] * n
+    else:
+        plans = [resize_plan(op, args, i, hw) for i, hw in enumerate(shapes)]
+    if n and shared_args(args, RESIZE_FILTER_ARGS):
+        filters = [resize_filters(op, args, 0)] * n
+    else:
+        filters = [resize_filters(op, args, i) for i in range(n)]
+    return plans, filters

@@ -1,0 +1,322 @@
+"""The "gpu" device backend: storage as torch CUDA tensors, one CUDA stream per EvalContext.
+
+Why torch tensors and not CuPy arrays: ``.torch()`` hands out the stored tensor itself
+(no DLPack round trip), torch is what the models use anyway, torchvision's
+``decode_jpeg(list, device="cuda")`` is nvJPEG's batched decoder, and the same kernel
+code runs on torch CPU tensors, so the emulation below tests it on machines without a GPU.
+
+Streams: every EvalContext gets its own CUDA stream per device (``stream_for``), or the
+one passed as ``EvalContext(cuda_stream=...)``. Kernels and copies run on it; whatever
+hands data out (``to_torch``, ``dlpack``, ``cuda_array_interface``, ``to_host``) makes
+the consumer wait for the stream of the *current* EvalContext first.
+
+Host-to-device copies go through pinned staging buffers from torch's caching host
+allocator, asynchronously on the context's stream.
+
+Test emulation (ours, a testing aid only): with ``NDD_CUDA_EMULATE=cpu`` in the environment
+the backend is available without CUDA; "GPU" data are then torch CPU tensors, device ids
+are still ``gpu:N``, and streams and pinned memory are no-ops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ndd import Device, EvalContext
+from ndd.plugins import Registry
+
+EMULATE_ENV = "NDD_CUDA_EMULATE"
+
+
+def _emulated() -> bool:
+    return os.environ.get(EMULATE_ENV, "").strip().lower() == "cpu"
+
+
+class CudaBackend:
+    """What core's device-backend protocol needs, implemented on torch."""
+
+    name = "gpu"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._checked: tuple[bool, str | None] | None = None
+        self._streams: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._np2t: dict[np.dtype, Any] = {}
+        self._t2np: dict[Any, np.dtype] = {}
+
+    # -- availability ------------------------------------------------------------
+    @property
+    def emulated(self) -> bool:
+        """True when running on torch CPU tensors (``NDD_CUDA_EMULATE=cpu``, tests only)."""
+        return _emulated()
+
+    def _check(self) -> tuple[bool, str | None]:
+        if _emulated():  # read every time: tests switch the variable on and off
+            try:
+                import torch  # noqa: F401
+            except ImportError as e:
+                return (False, f"ndd-ops-cuda needs torch, which cannot be imported ({e})")
+            return (True, None)
+        if self._checked is None:
+            try:
+                import torch
+            except ImportError as e:
+                self._checked = (False, f"ndd-ops-cuda needs torch, which cannot be imported ({e})")
+                return self._checked
+            if torch.version.cuda is None:
+                self._checked = (False, f"ndd-ops-cuda: the installed torch {torch.__version__} is a "
+                                        "CPU-only build; install a CUDA build of torch")
+            elif not torch.cuda.is_available():
+                self._checked = (False, "ndd-ops-cuda: no CUDA device is visible "
+                                        "(torch.cuda.is_available() is False)")
+            else:
+                self._checked = (True, None)
+        return self._checked
+
+    def available(self) -> bool:
+        """True when GPU data can be made (a CUDA device, or the test emulation)."""
+        return self._check()[0]
+
+    def unavailable_reason(self) -> str | None:
+        """Why :meth:`available` is False (None when it is True)."""
+        return self._check()[1]
+
+    def require(self) -> None:
+        """Raise a RuntimeError saying why the GPU cannot be used, if it cannot."""
+        ok, why = self._check()
+        if not ok:
+            raise RuntimeError(f"The GPU backend is unusable: {why}")
+
+    # -- streams -----------------------------------------------------------------
+    def stream(self, ctx: EvalContext | None = None, device_id: int | None = None) -> Any:
+        """The ``torch.cuda.Stream`` of ``ctx`` (current context by default) on a device.
+
+        None under the emulation.
+        """
+        if _emulated():
+            return None
+        import torch
+
+        ctx = EvalContext.current() if ctx is None else ctx
+        dev = device_id if device_id is not None else (ctx.device_id or 0)
+        user = ctx.cuda_stream
+        if user is not None:
+            return _as_torch_stream(user, dev)
+        with self._lock:
+            per_dev = self._streams.get(ctx)
+            if per_dev is None:
+                per_dev = self._streams[ctx] = {}
+            s = per_dev.get(dev)
+            if s is None:
+                s = per_dev[dev] = torch.cuda.Stream(device=dev)
+        return s
+
+    def stream_for(self, ctx: EvalContext | None = None, device_id: int | None = None) -> Any:
+        """A context manager that makes the context's stream current (a no-op under emulation)."""
+        s = self.stream(ctx, device_id)
+        if s is None:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.cuda.stream(s)
+
+    def synchronize(self, ctx: EvalContext | None = None) -> None:
+        """Wait until everything queued on the context's streams has run."""
+        if _emulated():
+            return
+        ctx = EvalContext.current() if ctx is None else ctx
+        if ctx.cuda_stream is not None:
+            self.stream(ctx).synchronize()
+            return
+        with self._lock:
+            streams = list(self._streams.get(ctx, {}).values())
+        for s in streams:
+            s.synchronize()
+
+    def _consumer_waits(self, arr: Any) -> None:
+        """Make torch's current stream wait for ndd's stream before it touches ``arr``."""
+        import torch
+
+        dev = arr.device.index
+        mine = self.stream(None, dev)
+        current = torch.cuda.current_stream(dev)
+        if mine != current:
+            current.wait_stream(mine)
+            arr.record_stream(current)  # the allocator must not reuse it while `current` reads it
+
+    # -- dtypes ------------------------------------------------------------------
+    def torch_dtype(self, npd: Any) -> Any:
+        """The torch dtype of a NumPy dtype."""
+        npd = np.dtype(npd)
+        t = self._np2t.get(npd)
+        if t is None:
+            import torch
+
+            t = self._np2t[npd] = torch.from_numpy(np.zeros(1, npd)).dtype
+        return t
+
+    def dtype_of(self, arr: Any) -> np.dtype:
+        """The NumPy dtype of a stored tensor (TypeError for dtypes NumPy lacks)."""
+        d = self._t2np.get(arr.dtype)
+        if d is None:
+            import torch
+
+            try:
+                d = torch.zeros(1, dtype=arr.dtype).numpy().dtype
+            except TypeError:
+                raise TypeError(f"torch dtype {arr.dtype} has no ndd equivalent") from None
+            self._t2np[arr.dtype] = d
+        return d
+
+    # -- copies ------------------------------------------------------------------
+    def to_device(self, arr: Any, device_id: int, ctx: EvalContext | None = None) -> Any:
+        """Copy a NumPy array (or a tensor on another GPU) to GPU ``device_id``.
+
+        Host data are staged in pinned memory and copied asynchronously on the stream
+        of ``ctx`` (kernels pass theirs; by default the current EvalContext).
+        """
+        self.require()
+        self._check_device_id(device_id)
+        import torch
+
+        if isinstance(arr, torch.Tensor):
+            if _emulated() or arr.device.index == device_id:
+                return self.copy(arr)
+            with self.stream_for(ctx, device_id):
+                torch.cuda.current_stream(device_id).wait_stream(self.stream(ctx, arr.device.index))
+                return arr.to(f"cuda:{device_id}", non_blocking=True)
+        a = np.asarray(arr)
+        if _emulated():
+            return torch.from_numpy(np.array(a, copy=True))
+        host = torch.empty(a.shape, dtype=self.torch_dtype(a.dtype), pin_memory=True)
+        if a.size:
+            host.numpy()[...] = a
+        with self.stream_for(ctx, device_id):
+            return host.to(f"cuda:{device_id}", non_blocking=True)
+
+    def to_host(self, arr: Any) -> np.ndarray:
+        """A NumPy copy of a stored tensor (waits for the current context's stream)."""
+        self.dtype_of(arr)  # a clear TypeError for bfloat16 and the like
+        if _emulated() or arr.device.type == "cpu":
+            return arr.detach().numpy().copy()
+        with self.stream_for(None, arr.device.index):
+            return arr.detach().cpu().numpy()
+
+    def from_external(self, data: Any) -> Any:
+        """Wrap GPU data from another library (torch CUDA tensor, CuPy, DLPack) without a copy."""
+        self.require()
+        import torch
+
+        if isinstance(data, torch.Tensor):
+            t = data.detach()
+        elif hasattr(data, "__cuda_array_interface__"):
+            t = torch.as_tensor(data, device="cuda")  # syncs the interface's stream with torch's
+        else:
+            t = torch.from_dlpack(data)
+        if t.device.type == "cuda" and not _emulated():  # ndd's kernels must see what torch's current stream wrote
+            dev = t.device.index
+            self.stream(None, dev).wait_stream(torch.cuda.current_stream(dev))
+        return t
+
+    def device_of(self, arr: Any) -> Device:
+        """The ndd Device of external GPU data."""
+        index = getattr(getattr(arr, "device", None), "index", None)
+        return Device("gpu", index or 0)
+
+    def _check_device_id(self, device_id: int) -> None:
+        if _emulated():
+            return
+        import torch
+
+        n = torch.cuda.device_count()
+        if device_id >= n:
+            raise RuntimeError(f"Invalid device gpu:{device_id}: this machine has {n} CUDA device(s)")
+
+    # -- array operations core needs on GPU data -----------------------------------
+    def _on(self, arr: Any) -> Any:
+        return self.stream_for(None, arr.device.index if arr.device.type == "cuda" else None)
+
+    def astype(self, arr: Any, npd: Any, copy: bool) -> Any:
+        """``arr`` converted to NumPy dtype ``npd`` (a copy when ``copy``)."""
+        with self._on(arr):
+            return arr.to(self.torch_dtype(npd), copy=copy)
+
+    def copy(self, arr: Any) -> Any:
+        with self._on(arr):
+            return arr.clone()
+
+    def stack(self, arrays: list) -> Any:
+        import torch
+
+        with self._on(arrays[0]):
+            return torch.stack(arrays)
+
+    def zeros(self, shape: tuple, npd: Any, like: Any) -> Any:
+        """Zeros of ``shape`` and NumPy dtype ``npd`` on the device of ``like``."""
+        import torch
+
+        with self._on(like):
+            return torch.zeros(shape, dtype=self.torch_dtype(npd), device=like.device)
+
+    def broadcast(self, arr: Any, shape: tuple) -> Any:
+        """``arr`` broadcast to ``shape``, as new contiguous memory."""
+        import torch
+
+        with self._on(arr):
+            return arr.expand(shape).clone(memory_format=torch.contiguous_format)
+
+    # -- handing data out --------------------------------------------------------
+    def to_torch(self, arr: Any) -> Any:
+        """The stored tensor itself, safe to use on torch's current stream (zero copy)."""
+        if not _emulated() and arr.device.type == "cuda":
+            self._consumer_waits(arr)
+        return arr
+
+    def dlpack(self, arr: Any, stream: Any = None, **kwargs: Any) -> Any:
+        """``__dlpack__`` with the consumer's ``stream`` made to wait for ndd's stream."""
+        if _emulated() or arr.device.type != "cuda":
+            return arr.__dlpack__(**kwargs)
+        with self.stream_for(None, arr.device.index):
+            # torch syncs `stream` with its current stream, which is now ndd's.
+            return arr.__dlpack__(stream=stream, **kwargs)
+
+    def dlpack_device(self, arr: Any) -> tuple[int, int]:
+        dev_type, dev_id = arr.__dlpack_device__()
+        return int(dev_type), int(dev_id)
+
+    def cuda_array_interface(self, arr: Any) -> dict:
+        """Version 3 of the interface, naming ndd's stream as the one to synchronise with."""
+        if _emulated() or arr.device.type != "cuda":
+            raise AttributeError("emulated GPU data (NDD_CUDA_EMULATE=cpu) live in host memory and "
+                                 "have no __cuda_array_interface__")
+        d = dict(arr.__cuda_array_interface__)
+        d["version"] = 3
+        d["stream"] = self.stream(None, arr.device.index).cuda_stream
+        return d
+
+
+def _as_torch_stream(user: Any, device_id: int) -> Any:
+    """A ``torch.cuda.Stream`` for a user's stream (torch stream, CuPy stream or raw handle)."""
+    import torch
+
+    if isinstance(user, torch.cuda.Stream):
+        return user
+    handle = user if isinstance(user, int) else getattr(user, "cuda_stream", getattr(user, "ptr", None))
+    if handle is None:
+        raise TypeError(f"cuda_stream must be a torch/CuPy stream or a cudaStream_t handle, got "
+                        f"{type(user).__name__}")
+    return torch.cuda.ExternalStream(int(handle), device=device_id)
+
+
+BACKEND = CudaBackend()
+
+
+def register(reg: Registry) -> None:
+    """Entry point (group ``ndd.devices``): install the "gpu" backend."""
+    reg.add_device("gpu", BACKEND)

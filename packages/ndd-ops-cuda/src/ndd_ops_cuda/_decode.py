@@ -1,0 +1,205 @@
+"""GPU image decoders: ``decoders.image`` through nvJPEG, with a hybrid CPU path.
+
+``decoders.image(jpegs, device="gpu")`` sorts the samples of a batch:
+
+* 8-bit Huffman JPEGs (baseline, extended, progressive) with 1 or 3 components and at
+  least ``HYBRID_MIN_PIXELS`` pixels go to nvJPEG's batched decoder, through
+  ``torchvision.io.decode_jpeg(list, device="cuda")``, in one call per batch;
+* everything else decodes on the CPU with the CPU decoder (the ``decoders.image`` CPU
+  kernel, found through the plugin registry) and is uploaded through pinned memory:
+  small images (for them nvJPEG's per-image cost exceeds a libjpeg-turbo decode), other
+  formats (PNG, BMP, TIFF, WebP), CMYK/YCCK, 12-bit and arithmetic-coded JPEGs, JPEGs
+  with EXIF data when ``adjust_orientation`` is set, and the YCbCr/ANY_DATA outputs.
+
+The CPU path gives exactly the CPU decoder's pixels. nvJPEG's IDCT and chroma
+upsampling differ from libjpeg-turbo's by a few levels (see the README for the measured
+difference). Under the test emulation (``NDD_CUDA_EMULATE=cpu``), or without
+torchvision, every sample takes the CPU path. ``decoders.image_crop`` and
+``decoders.image_random_crop`` on the GPU decode and crop on the CPU, then upload.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ndd import Device
+from ndd.plugins import BatchData, KernelArgs, KernelContext, schemas
+from ndd.types import DALIImageType
+
+from ._backend import BACKEND
+
+HYBRID_MIN_PIXELS = 64 * 64  # smaller images decode on the CPU (the "hybrid" path)
+
+_RGB, _BGR, _GRAY = DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY
+_NVJPEG_SOF = (0xC0, 0xC1, 0xC2)  # baseline, extended sequential, progressive (Huffman)
+
+
+def jpeg_info(data: np.ndarray, reject_exif: bool) -> tuple[int, int, int] | None:
+    """``(height, width, components)`` of a JPEG that nvJPEG decodes like the CPU, else None.
+
+    Walks the markers up to the frame header: None for non-JPEG data, precisions other
+    than 8 bits, component counts other than 1 or 3, arithmetic coding or lossless
+    frames, Adobe (APP14) colour transforms, and EXIF data when ``reject_exif``.
+    """
+    b = memoryview(np.ascontiguousarray(data)).cast("B")
+    n = len(b)
+    if n < 4 or b[0] != 0xFF or b[1] != 0xD8:
+        return None
+    pos = 2
+    while pos + 4 <= n:
+        if b[pos] != 0xFF:
+            return None
+        m = b[pos + 1]
+        if m == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if m == 0x01 or 0xD0 <= m <= 0xD8:  # markers without a length
+            pos += 2
+            continue
+        if m in (0xD9, 0xDA):  # end of image or start of scan before any frame header
+            return None
+        size = (b[pos + 2] << 8) | b[pos + 3]
+        if m == 0xE1 and reject_exif and bytes(b[pos + 4:pos + 10]) == b"Exif\0\0":
+            return None
+        if m == 0xEE and bytes(b[pos + 4:pos + 9]) == b"Adobe":
+            return None
+        if 0xC0 <= m <= 0xCF and m not in (0xC4, 0xC8, 0xCC):
+            if m not in _NVJPEG_SOF or pos + 10 > n:
+                return None
+            prec, h, w, c = b[pos + 4], (b[pos + 5] << 8) | b[pos + 6], (b[pos + 7] << 8) | b[pos + 8], b[pos + 9]
+            return (h, w, c) if prec == 8 and c in (1, 3) and h > 0 and w > 0 else None
+        pos += 2 + size
+    return None
+
+
+@functools.cache
+def _tvio() -> Any:
+    """``torchvision.io`` when torchvision is installed, else None."""
+    try:
+        import torchvision.io
+    except ImportError:
+        return None
+    return torchvision.io
+
+
+def _cpu_kernel(op: str) -> Any:
+    kernel = schemas()[op].kernels.get("cpu")
+    if kernel is None:
+        raise RuntimeError(
+            f"Operator `{op}` on the GPU decodes some images on the CPU (small images, formats nvJPEG "
+            "does not decode, the emulation), which needs the CPU decoder: pip install ndd-ops-cpu"
+        )
+    return kernel
+
+
+def _cpu_context(ctx: KernelContext, n: int) -> KernelContext:
+    return KernelContext(ctx.op, n, ctx.is_batch, Device("cpu"), ctx.eval_context, ctx.random_state,
+                         ctx.input_layouts, ctx.output_meta)
+
+
+def _host_samples(bd: BatchData) -> list[np.ndarray]:
+    """The encoded samples as NumPy arrays (encoded data given on the GPU come back first)."""
+    return [s if isinstance(s, np.ndarray) else BACKEND.to_host(s) for s in bd.samples]
+
+
+def _upload(ctx: KernelContext, value: Any) -> Any:
+    """Copy a CPU kernel's result (one dense array or a list) to the kernel's GPU."""
+    dev = ctx.device.device_id
+    bd = BatchData.of(value)
+    if bd.dense is not None:
+        return BACKEND.to_device(bd.dense, dev, ctx.eval_context)
+    return [BACKEND.to_device(s, dev, ctx.eval_context) for s in bd.samples]
+
+
+def _on_cpu(ctx: KernelContext, samples: list[np.ndarray], args: KernelArgs) -> Any:
+    """Run the CPU kernel of ``ctx.op`` on the whole batch and upload its result."""
+    kernel = _cpu_kernel(ctx.op)
+    return _upload(ctx, kernel(_cpu_context(ctx, len(samples)), [BatchData(samples=samples)], args))
+
+
+def _decode_one_on_cpu(ctx: KernelContext, kernel: Any, data: np.ndarray, i: int, args: KernelArgs) -> Any:
+    try:
+        out = kernel(_cpu_context(ctx, 1), [BatchData(samples=[data])], args)
+    except ValueError as e:  # the CPU kernel numbers the sample 0: give its place in the batch
+        reason = str(e).split("sample 0: ", 1)[-1]
+        raise ValueError(f"Operator `{ctx.op}`: cannot decode sample {i}: {reason}") from None
+    return BatchData.of(out).sample(0)
+
+
+def _to_hwc(imgs: Any, out: DALIImageType, dtype: np.dtype) -> Any:
+    """nvJPEG's CHW uint8 output (one tensor with a batch dim, or one sample) to HWC ``dtype``."""
+    import torch
+
+    if out == _BGR:
+        imgs = imgs.flip(-3)
+    imgs = imgs.movedim(-3, -1).contiguous()
+    if dtype == np.uint16:
+        return (imgs.to(torch.int32) * 257).to(torch.uint16)
+    if dtype == np.float32:
+        return imgs.to(torch.float32) * (1 / 255)
+    return imgs
+
+
+def image_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``decoders.image`` on the GPU (see the module docstring for which path each sample takes)."""
+    BACKEND.require()
+    samples = _host_samples(inputs[0])
+    out = args["output_type"]
+    tvio = None if BACKEND.emulated or out not in (_RGB, _BGR, _GRAY) else _tvio()
+    gpu_idx = []
+    if tvio is not None:
+        orient = args["adjust_orientation"]
+        for i, s in enumerate(samples):
+            info = jpeg_info(s, orient) if s.dtype == np.uint8 and s.ndim == 1 else None
+            if info is not None and info[0] * info[1] >= HYBRID_MIN_PIXELS:
+                gpu_idx.append(i)
+    if not gpu_idx:
+        return _on_cpu(ctx, samples, args)
+
+    import torch
+
+    dev = ctx.device.device_id
+    dtype = args["dtype"].numpy_dtype
+    encoded = [torch.from_numpy(samples[i] if samples[i].flags.writeable else samples[i].copy())
+               for i in gpu_idx]
+    mode = tvio.ImageReadMode.GRAY if out == _GRAY else tvio.ImageReadMode.RGB
+    with BACKEND.stream_for(ctx.eval_context, dev):
+        try:
+            decoded = tvio.decode_jpeg(encoded, mode=mode, device=f"cuda:{dev}")
+        except RuntimeError:  # nvJPEG refused a sample: the CPU decoder decodes or explains
+            return _on_cpu(ctx, samples, args)
+        if len(gpu_idx) == len(samples) and all(d.shape == decoded[0].shape for d in decoded):
+            return _to_hwc(torch.stack(decoded), out, dtype)
+        results: list[Any] = [None] * len(samples)
+        for i, img in zip(gpu_idx, decoded):
+            results[i] = _to_hwc(img, out, dtype)
+        kernel = _cpu_kernel(ctx.op)
+        for i, s in enumerate(samples):
+            if results[i] is None:
+                img = _decode_one_on_cpu(ctx, kernel, s, i, args)
+                results[i] = BACKEND.to_device(img, dev, ctx.eval_context)
+        if all(r.shape == results[0].shape for r in results):
+            return torch.stack(results)
+        return results
+
+
+def image_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``decoders.image_crop`` on the GPU: decoded and cropped on the CPU, then uploaded."""
+    BACKEND.require()
+    return _on_cpu(ctx, _host_samples(inputs[0]), args)
+
+
+def image_random_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``decoders.image_random_crop`` on the GPU: the CPU kernel's windows and pixels, uploaded."""
+    BACKEND.require()
+    return _on_cpu(ctx, _host_samples(inputs[0]), args)
+
+
+KERNELS = {
+    "decoders.image": image_gpu,
+    "decoders.image_crop": image_crop_gpu,
+    "decoders.image_random_crop": image_random_crop_gpu,
+}

@@ -1,0 +1,65 @@
+"""GPU kernels written with torch (issue 8): the image operators of ndd-ops-cpu and
+core's own operators, for batches whose samples are torch tensors on any device
+(CUDA on a GPU machine; CPU tensors under ``NDD_CUDA_EMULATE=cpu``).
+
+Importing this package does not import torch: each kernel is a small wrapper that
+imports its module on first use, then runs the kernel on the stream of the call's
+EvalContext.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from ndd.plugins import BatchData, KernelArgs, KernelContext, Registry
+
+# operator -> (module of this package, kernel function)
+_WHERE = {
+    "resize": ("_geometry", "resize_gpu"),
+    "random_resized_crop": ("_geometry", "random_resized_crop_gpu"),
+    "rotate": ("_geometry", "rotate_gpu"),
+    "warp_affine": ("_geometry", "warp_affine_gpu"),
+    "flip": ("_geometry", "flip_gpu"),
+    "crop": ("_geometry", "crop_gpu"),
+    "crop_mirror_normalize": ("_normalize", "cmn_gpu"),
+    "normalize": ("_normalize", "normalize_gpu"),
+    "color_twist": ("_color", "color_twist_gpu"),
+    "brightness_contrast": ("_color", "brightness_contrast_gpu"),
+    "hsv": ("_color", "hsv_gpu"),
+    "cast": ("_core", "cast_gpu"),
+    "_arithm": ("_core", "arithm_gpu"),
+    "_subscript": ("_core", "subscript_gpu"),
+    "transpose": ("_core", "transpose_gpu"),
+    **{op: ("_core", "HOST_KERNELS") for op in (
+        "reshape", "squeeze", "expand_dims", "cat", "stack", "full", "full_like", "ones", "ones_like",
+        "zeros", "zeros_like", "pad", "one_hot", "slice", "random.uniform", "random.normal",
+        "random.coin_flip", "random.beta", "random.choice")},
+}
+
+
+def _lazy(op: str, module: str, name: str) -> Callable:
+    found: list = []
+
+    def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+        if not found:
+            from .._backend import BACKEND
+
+            fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+            found.append(fn[op] if isinstance(fn, dict) else fn)
+            found.append(BACKEND)
+        with found[1].stream_for(ctx.eval_context, ctx.device.device_id):
+            return found[0](ctx, inputs, args)
+
+    kernel.__name__ = kernel.__qualname__ = f"{op.replace('.', '_')}_gpu"
+    return kernel
+
+
+KERNELS: dict[str, Callable] = {op: _lazy(op, mod, name) for op, (mod, name) in _WHERE.items()}
+
+
+def register(reg: Registry) -> None:
+    """Attach the GPU kernels to the operators core declares."""
+    for name, fn in KERNELS.items():
+        reg.add_kernel(name, "gpu", fn)

@@ -1,0 +1,128 @@
+"""Helpers shared by the GPU kernels: torch devices and dtypes, casts, uploads, windows."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from ndd.plugins import BatchData, KernelContext, Window
+
+
+def torch_dtype(dt: Any) -> torch.dtype:
+    """The torch dtype of a NumPy dtype (or an ndd DType)."""
+    return _torch_dtype(np.dtype(getattr(dt, "numpy_dtype", dt)))
+
+
+@functools.cache
+def _torch_dtype(dt: np.dtype) -> torch.dtype:
+    return torch.from_numpy(np.empty(0, dt)).dtype
+
+
+def numpy_dtype(dt: torch.dtype) -> np.dtype:
+    """The NumPy dtype of a torch dtype."""
+    return _numpy_dtype(dt)
+
+
+@functools.cache
+def _numpy_dtype(dt: torch.dtype) -> np.dtype:
+    return torch.empty(0, dtype=dt).numpy().dtype
+
+
+def out_dtype(ctx: KernelContext, k: int = 0) -> torch.dtype:
+    """The torch dtype of output ``k`` as the schema inferred it."""
+    return torch_dtype(ctx.output_meta[k].dtype.numpy_dtype)
+
+
+def device_of(ctx: KernelContext, inputs: list[BatchData | None]) -> torch.device:
+    """The torch device of the call: that of the first input tensor, else the context's GPU.
+
+    Without inputs, ``NDD_CUDA_EMULATE=cpu`` (the CPU emulation of the GPU backend used
+    by the tests on machines without CUDA) means torch's CPU device.
+    """
+    for bd in inputs:
+        if bd is not None and len(bd):
+            return bd.sample(0).device
+    if os.environ.get("NDD_CUDA_EMULATE") == "cpu":
+        return torch.device("cpu")
+    return torch.device("cuda", ctx.device.device_id or 0)
+
+
+def upload(a: Any, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A small host array (per-sample parameters) as a tensor on ``device`` (no sync)."""
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    if dtype is not None:
+        t = t.to(dtype)
+    if device.type != "cuda":
+        return t.to(device)
+    # From pinned memory (torch's caching host allocator) the copy is asynchronous on the stream.
+    return t.pin_memory().to(device, non_blocking=True)
+
+
+def to_host(x: torch.Tensor) -> np.ndarray:
+    """A tensor as a NumPy array (a device-to-host copy: synchronises)."""
+    return x.detach().cpu().numpy()
+
+
+def host_batch(bd: BatchData | None) -> BatchData | None:
+    """``bd`` with NumPy samples (copied to the host)."""
+    if bd is None:
+        return None
+    if bd.dense is not None:
+        return BatchData(dense=to_host(bd.dense))
+    return BatchData(samples=[to_host(s) for s in bd.samples])
+
+
+def stacked(bd: BatchData) -> torch.Tensor | None:
+    """The batch as one tensor with a leading batch dim (stacked once), None when ragged."""
+    if bd.dense is not None:
+        return bd.dense
+    if len(bd) and bd.is_uniform():
+        return bd.stacked(torch)
+    return None
+
+
+def cast_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Convert ``x`` to ``dtype``; floats going to integers are rounded (half to even) and saturated."""
+    if x.dtype == dtype:
+        return x.contiguous()
+    if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
+        info = torch.iinfo(dtype)
+        x = torch.round(x).clamp_(info.min, info.max)
+    return x.to(dtype).contiguous()
+
+
+def as_float(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as float32 (no copy when it already is)."""
+    return x if x.dtype == torch.float32 else x.to(torch.float32)
+
+
+def window_indices(wins: list[Window], hw: list[tuple[int, int]], mirror: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Row and column indices (n, h) and (n, w) of windows of one size, clamped to the
+    images, with the columns reversed where ``mirror``; plus the mask (n, h, w) of window
+    pixels that fall on the image (None when all do)."""
+    (_, _), (h, w) = wins[0]
+    y0 = np.array([win[0][0] for win in wins], np.int64)[:, None]
+    x0 = np.array([win[0][1] for win in wins], np.int64)[:, None]
+    ys = y0 + np.arange(h)
+    xs = x0 + np.arange(w)
+    if mirror is not None and mirror.any():
+        xs[mirror] = xs[mirror, ::-1]
+    H = np.array([s[0] for s in hw], np.int64)[:, None]
+    W = np.array([s[1] for s in hw], np.int64)[:, None]
+    vy, vx = (ys >= 0) & (ys < H), (xs >= 0) & (xs < W)
+    valid = None if vy.all() and vx.all() else vy[:, :, None] & vx[:, None, :]
+    return np.clip(ys, 0, H - 1), np.clip(xs, 0, W - 1), valid
+
+
+def gather_windows(x: torch.Tensor, ys: np.ndarray, xs: np.ndarray) -> torch.Tensor:
+    """``out[i] = x[i][ys[i]][:, xs[i]]`` for x of shape (n, H, W, ...): one gather."""
+    n = x.shape[0]
+    dev = x.device
+    rows = upload(ys, dev)[:, :, None]
+    cols = upload(xs, dev)[:, None, :]
+    return x[torch.arange(n, device=dev)[:, None, None], rows, cols]

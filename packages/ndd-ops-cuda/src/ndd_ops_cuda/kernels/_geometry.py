@@ -1,0 +1,418 @@
+"""Geometry on the GPU with torch: ``crop``, ``flip``, ``rotate``, ``warp_affine``,
+``resize`` and ``random_resized_crop``.
+
+Arguments go through the same functions as the CPU kernels (``ndd.plugins``): the
+windows, matrices, output sizes and filter taps are computed on the host in NumPy and
+uploaded once per call as small tensors; the pixels never leave the device.
+
+* crop: one slice of the dense batch when every window is the same and inside the
+  images; else one gather with per-sample row / column indices (padding: a mask).
+* rotate / warp_affine: ``F.affine_grid`` + ``F.grid_sample`` over the whole batch.
+  The pixel-corner matrices of DALI are folded with grid_sample's normalised
+  coordinates (``align_corners=False``); without ``fill_value`` the border repeats
+  (``padding_mode="border"``), with it a ones channel sampled with zero padding tells
+  how much of each output pixel came from outside: ``out + fill * (1 - ones)``.
+* resize: separable resampling with the CPU's filter taps (``axis_taps``): per axis one
+  gather of ``taps`` input rows and a weighted sum, batched over samples (per-sample
+  taps when the plans differ; ragged inputs are zero-padded to a common size first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    ResizePlan,
+    axis_kinds,
+    axis_taps,
+    batch_windows,
+    check_hw_layout,
+    fill_vector,
+    image_layout,
+    random_windows,
+    random_words,
+    resize_filters,
+    resize_plans,
+    rotate_params,
+    spatial_axes,
+    warp_affine_params,
+)
+from ndd.types import DALIInterpType
+
+from ._common import (
+    as_float,
+    cast_to,
+    device_of,
+    gather_windows,
+    host_batch,
+    out_dtype,
+    stacked,
+    upload,
+    window_indices,
+)
+
+# -- crop -------------------------------------------------------------------------------
+
+
+def _hw_first(x: torch.Tensor, ha: int, wa: int) -> torch.Tensor:
+    """(n, ...) with the H and W axes of the sample moved to 1 and 2."""
+    return x.movedim((ha + 1, wa + 1), (1, 2))
+
+
+def _hw_back(x: torch.Tensor, ha: int, wa: int) -> torch.Tensor:
+    return x.movedim((1, 2), (ha + 1, wa + 1))
+
+
+def _channel_fill(op: str, fill: Any, x: torch.Tensor, layout: str) -> torch.Tensor:
+    """The fill values broadcastable against (n, h, w, rest...) (channels last of ``rest``)."""
+    c = x.shape[1 + layout.index("C")] if "C" in layout else 1
+    f = fill_vector(op, fill, c)
+    rest = x.ndim - 3  # axes after (n, h, w) once H and W are moved to the front
+    t = upload(f, x.device).to(x.dtype)
+    if "C" in layout:
+        others = [ch for ch in layout if ch not in "HW"]
+        shape = [1] * rest
+        shape[others.index("C")] = c
+        return t.reshape(shape)
+    return t.reshape([1] * rest if rest else [])
+
+
+def _crop_uniform(op: str, x: torch.Tensor, wins: list, layout: str, fill: Any, dt: torch.dtype) -> torch.Tensor:
+    """Crop windows of one size out of a dense batch (n, ...)."""
+    ha, wa = spatial_axes(layout)
+    H, W = x.shape[1 + ha], x.shape[1 + wa]
+    (y0, x0), (h, w) = wins[0]
+    if all(win == wins[0] for win in wins) and y0 >= 0 and x0 >= 0 and y0 + h <= H and x0 + w <= W:
+        idx = [slice(None)] * x.ndim
+        idx[1 + ha], idx[1 + wa] = slice(y0, y0 + h), slice(x0, x0 + w)
+        return cast_to(x[tuple(idx)], dt)
+    ys, xs, valid = window_indices(wins, [(H, W)] * len(wins), None)
+    out = gather_windows(_hw_first(x, ha, wa), ys, xs)
+    if valid is not None:
+        mask = torch.from_numpy(valid).to(x.device, non_blocking=True)
+        mask = mask.reshape(mask.shape + (1,) * (out.ndim - 3))
+        out = torch.where(mask, out, _channel_fill(op, fill, x, layout))
+    return cast_to(_hw_back(out, ha, wa), dt)
+
+
+def crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    if not len(bd):
+        return []
+    samples = bd.samples
+    layout = image_layout(ctx, samples[0].ndim)
+    ha, wa = spatial_axes(layout)
+    dt = out_dtype(ctx)
+    wins = batch_windows(ctx.op, args, [(s.shape[ha], s.shape[wa]) for s in samples], args["out_of_bounds_policy"])
+    x = stacked(bd)
+    if x is not None and len({win[1] for win in wins}) == 1:
+        return _crop_uniform(ctx.op, x, wins, layout, args["fill_values"], dt)
+    return [_crop_uniform(ctx.op, s[None], [win], layout, args["fill_values"], dt)[0]
+            for s, win in zip(samples, wins)]
+
+
+# -- flip -------------------------------------------------------------------------------
+
+
+def flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    n = len(bd)
+    if not n:
+        return []
+    samples = bd.samples
+    layout = image_layout(ctx, samples[0].ndim)
+    axes = {"horizontal": layout.find("W"), "vertical": layout.find("H"), "depthwise": layout.find("D")}
+    flags = {k: np.asarray(args.per_sample(k), bool).reshape(n) for k in axes}
+    for k, ax in axes.items():
+        if ax < 0 and flags[k].any():
+            raise ValueError(f"Operator `{ctx.op}`: argument '{k}': the input layout {layout!r} has no "
+                             f"{'WHD'[list(axes).index(k)]} dimension")
+    x = stacked(bd)
+    if x is None:
+        return [s.flip([ax for k, ax in axes.items() if flags[k][i]]).contiguous() if any(
+            flags[k][i] for k in axes) else s.clone() for i, s in enumerate(samples)]
+    for k, ax in axes.items():
+        f = flags[k]
+        if f.all():
+            x = x.flip(ax + 1)
+        elif f.any():
+            mask = upload(f, x.device).reshape((n,) + (1,) * (x.ndim - 1))
+            x = torch.where(mask, x.flip(ax + 1), x)
+    return x.contiguous() if x is not bd.dense else x.clone()
+
+
+# -- rotate and warp_affine ------------------------------------------------------------
+
+_MODES = {DALIInterpType.INTERP_NN: "nearest", DALIInterpType.INTERP_LINEAR: "bilinear"}
+
+
+def _grid_theta(mats: np.ndarray, in_hw: tuple[int, int], out_hw: tuple[int, int]) -> np.ndarray:
+    """``affine_grid`` matrices (n, 2, 3) for DALI's output-to-input pixel-corner matrices:
+    normalised output coordinates -> pixel coordinates -> matrix -> normalised input ones."""
+    oh, ow = out_hw
+    h, w = in_hw
+    to_px = np.array([[ow / 2, 0, ow / 2], [0, oh / 2, oh / 2], [0, 0, 1]])
+    to_norm = np.array([[2 / w, 0, -1], [0, 2 / h, -1]])
+    full = np.zeros((len(mats), 3, 3))
+    full[:, :2] = mats
+    full[:, 2, 2] = 1
+    return to_norm @ full @ to_px
+
+
+def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], interp: Any,
+                fill: float | None, dt: torch.dtype) -> torch.Tensor:
+    """Warp (n, H, W[, C]) with output-to-input matrices (n, 2, 3) to (n, oh, ow[, C])."""
+    mode = _MODES.get(interp)
+    if mode is None:
+        raise ValueError(f"Interpolation {interp!r} is not supported by rotate / warp_affine (NN or LINEAR)")
+    n, h, w = x.shape[:3]
+    oh, ow = out_hw
+    gray = x.ndim == 3
+    src = as_float(x).reshape(n, h, w, -1).permute(0, 3, 1, 2)  # NCHW view
+    c = src.shape[1]
+    if fill is not None and fill != 0:
+        src = torch.cat([src, torch.ones_like(src[:, :1])], dim=1)
+    theta = upload(_grid_theta(mats, (h, w), (oh, ow)), x.device, torch.float32)
+    grid = F.affine_grid(theta, [n, 1, oh, ow], align_corners=False)
+    pad = "border" if fill is None else "zeros"
+    out = F.grid_sample(src, grid, mode=mode, padding_mode=pad, align_corners=False)
+    u8 = x.dtype == torch.uint8
+    if src.shape[1] > c:
+        # OpenCV stores the fill value in the image type first (uint8: rounded half to even, saturated).
+        f = min(max(round(float(fill)), 0), 255) if u8 else float(fill)
+        out = out[:, :c] + f * (1 - out[:, c:])
+    out = out.permute(0, 2, 3, 1)
+    out = out[..., 0] if gray else out
+    if u8:  # OpenCV warps uint8 to uint8, whatever the output type
+        out = torch.round(out).clamp_(0, 255)
+    return cast_to(out, dt)
+
+
+def _warp_all(bd: BatchData, mats: np.ndarray, out_hw: np.ndarray, interp: Any, fill: float | None,
+              dt: torch.dtype) -> Any:
+    """One warp for a uniform batch (at the largest output size when they differ, then
+    cut); one per sample for ragged batches or very different output sizes."""
+    n = len(bd)
+    x = stacked(bd)
+    oh, ow = (int(v) for v in out_hw.max(axis=0))
+    areas = out_hw[:, 0] * out_hw[:, 1]
+    if x is not None and oh * ow * n <= 2 * int(areas.sum()):
+        out = _warp_batch(x, mats, (oh, ow), interp, fill, dt)
+        if (areas == oh * ow).all():
+            return out
+        return [out[i, :int(out_hw[i, 0]), :int(out_hw[i, 1])].contiguous() for i in range(n)]
+    return [_warp_batch(s[None], mats[i:i + 1], (int(out_hw[i, 0]), int(out_hw[i, 1])), interp, fill, dt)[0]
+            for i, s in enumerate(bd.samples)]
+
+
+def rotate_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    n = len(bd)
+    if not n:
+        return []
+    samples = bd.samples
+    check_hw_layout(ctx, samples[:1])
+    in_hw = np.array([s.shape[:2] for s in samples], np.int64).reshape(n, 2)
+    mats, out_hw = rotate_params(ctx.op, args, in_hw)
+    return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx))
+
+
+def warp_affine_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    samples = bd.samples
+    check_hw_layout(ctx, samples[:1])
+    mtx = host_batch(inputs[1]) if len(inputs) > 1 else None  # the matrices are needed on the host
+    mats, out_hw = warp_affine_params(ctx.op, args, mtx, [tuple(s.shape[:2]) for s in samples])
+    if not samples:
+        return []
+    return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx))
+
+
+# -- resize and random_resized_crop ------------------------------------------------------
+
+
+NN, LINEAR, CUBIC, LANCZOS3, TRIANGULAR = (
+    DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR, DALIInterpType.INTERP_CUBIC,
+    DALIInterpType.INTERP_LANCZOS3, DALIInterpType.INTERP_TRIANGULAR,
+)
+
+
+def _pil_filter(kind: DALIInterpType) -> tuple[Any, float]:
+    """Pillow's filter and support (in input pixels at scale 1) for a DALI filter kind."""
+    if kind == TRIANGULAR:
+        return (lambda x: np.maximum(0.0, 1 - np.abs(x))), 1.0
+    if kind == CUBIC:  # Pillow's bicubic, a = -0.5
+        def cubic(x: np.ndarray) -> np.ndarray:
+            x = np.abs(x)
+            return np.where(x < 1, (1.5 * x - 2.5) * x * x + 1,
+                            np.where(x < 2, (((x - 5) * x + 8) * x - 4) * -0.5, 0.0))
+        return cubic, 2.0
+    return (lambda x: np.where(np.abs(x) < 3, np.sinc(x) * np.sinc(x / 3), 0.0)), 3.0
+
+
+def _pil_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pillow's taps (what the CPU kernel resamples with for antialiased TRIANGULAR, CUBIC and
+    LANCZOS3): the window is cut at the image edges and its weights renormalised, where
+    :func:`axis_taps` repeats the edge pixel. ``hi < lo`` flips."""
+    flip = hi < lo
+    lo, hi = min(lo, hi), max(lo, hi)
+    f, support = _pil_filter(kind)
+    scale = (hi - lo) / n_out
+    fscale = max(scale, 1.0)
+    support *= fscale
+    centre = lo + (np.arange(n_out) + 0.5) * scale
+    xmin = np.maximum(np.trunc(centre - support + 0.5), 0).astype(np.int64)
+    xmax = np.minimum(np.trunc(centre + support + 0.5), n_in).astype(np.int64)
+    taps = max(int(np.max(xmax - xmin)), 1)
+    pos = xmin[:, None] + np.arange(taps)
+    w = np.where(pos < xmax[:, None], f((pos - centre[:, None] + 0.5) / fscale), 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    w = np.where(total != 0, w / np.where(total != 0, total, 1), w)
+    idx, w = np.clip(pos, 0, n_in - 1), w.astype(np.float32)
+    return (idx[::-1], w[::-1]) if flip else (idx, w)
+
+
+def _engine(plan: ResizePlan, filters: tuple, hw: tuple[int, int], antialias: bool) -> tuple[str, tuple]:
+    """Which CPU engine resamples this sample ("cv", "pil" or "numpy") and the filter of
+    each axis, by the CPU kernel's rules (``ndd_ops_cpu._resize.resample``)."""
+    k0, k1 = axis_kinds(plan, *filters, antialias)
+    if k0 == k1 and k0 in (NN, LINEAR):
+        return "cv", (k0, k1)
+    inside = all(0 <= min(plan.lo[d], plan.hi[d]) and max(plan.lo[d], plan.hi[d]) <= hw[d] for d in range(2))
+    pil = TRIANGULAR if {k0, k1} == {LINEAR, TRIANGULAR} else k0
+    if ((k0 == k1 or pil == TRIANGULAR) and pil in (TRIANGULAR, CUBIC, LANCZOS3) and inside
+            and (antialias or all(plan.out[d] >= abs(plan.hi[d] - plan.lo[d]) for d in range(2)))):
+        return "pil", (pil, pil)
+    return "numpy", (k0, k1)
+
+
+def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[tuple[int, int]],
+          antialias: bool, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and weights (n, out, taps) of one axis for every sample (fewer taps padded
+    with weight 0)."""
+    cache: dict = {}
+    rows = []
+    for p, k, hw in zip(plans, kinds, in_hw):
+        key = (id(p), k, hw)
+        if key not in cache:
+            args = (k[axis], hw[axis], p.out[axis], p.lo[axis], p.hi[axis])
+            cache[key] = _pil_taps(*args) if engine == "pil" else axis_taps(*args, antialias)
+        rows.append(cache[key])
+    t = max(r[0].shape[1] for r in rows)
+    m = plans[0].out[axis]
+    idx = np.zeros((len(rows), m, t), np.int64)
+    wts = np.zeros((len(rows), m, t), np.float32)
+    for i, (ix, wt) in enumerate(rows):
+        idx[i, :, :ix.shape[1]] = ix
+        wts[i, :, :wt.shape[1]] = wt
+    return idx, wts
+
+
+def _resample_axis(x: torch.Tensor, idx: np.ndarray, wts: np.ndarray, axis: int) -> torch.Tensor:
+    """Resample (n, H, W, C) float32 along spatial ``axis`` (0: H, 1: W) with taps (n, out, T):
+    one gather and one multiply-add per tap, accumulated in tap order like the CPU."""
+    n = x.shape[0]
+    dev = x.device
+    ti, tw = upload(idx, dev), upload(wts, dev)
+    if axis == 1:
+        x = x.transpose(1, 2)
+    rows = torch.arange(n, device=dev)[:, None]
+    y = None
+    for k in range(idx.shape[2]):
+        part = x[rows, ti[:, :, k]] * tw[:, :, k, None, None]  # (n, out, other, C)
+        y = part if y is None else y + part
+    return y.transpose(1, 2) if axis == 1 else y
+
+
+def _round_u8(y: torch.Tensor) -> torch.Tensor:
+    return torch.round(y).clamp_(0, 255)
+
+
+def _resample_batch(x: torch.Tensor, plans: list[ResizePlan], kinds: list[tuple], engine: str,
+                    in_hw: list[tuple[int, int]], antialias: bool, dt: torch.dtype) -> torch.Tensor:
+    """Resample a batch (n, H, W, C) (samples possibly zero-padded beyond ``in_hw``) whose
+    plans share the output size and the engine, in the CPU engine's order and rounding:
+    Pillow goes columns first and rounds uint8 between the passes; OpenCV and Pillow give
+    uint8 for uint8 input whatever ``dt`` is."""
+    u8 = x.dtype == torch.uint8 and engine != "numpy"
+    y = as_float(x)
+    for axis in ((1, 0) if engine == "pil" else (0, 1)):
+        idx, wts = _taps(plans, kinds, engine, in_hw, antialias, axis)
+        y = _resample_axis(y, idx, wts, axis)
+        if u8:
+            y = _round_u8(y)
+    return cast_to(y, dt)
+
+
+def _padded(samples: list[torch.Tensor]) -> torch.Tensor:
+    """Ragged (H, W, C) samples zero-padded into one (n, Hmax, Wmax, C) tensor."""
+    h = max(s.shape[0] for s in samples)
+    w = max(s.shape[1] for s in samples)
+    out = samples[0].new_zeros((len(samples), h, w) + tuple(samples[0].shape[2:]))
+    for i, s in enumerate(samples):
+        out[i, :s.shape[0], :s.shape[1]] = s
+    return out
+
+
+def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antialias: bool, dt: torch.dtype) -> Any:
+    """Resample every sample; one batched call per (output shape, engine) group."""
+    samples = bd.samples
+    gray = samples[0].ndim == 2
+    in_hw = [tuple(s.shape[:2]) for s in samples]
+    choice = [_engine(p, f, hw, antialias) for p, f, hw in zip(plans, filters, in_hw)]
+    groups: dict = {}
+    for i, p in enumerate(plans):
+        groups.setdefault((p.out, tuple(samples[i].shape[2:]), choice[i][0]), []).append(i)
+    res: list = [None] * len(samples)
+    for (_, _, engine), idx in groups.items():
+        if len(groups) == 1:
+            x = stacked(bd)
+            x = _padded(samples) if x is None else x
+            x = x[..., None] if gray else x
+        else:
+            sub = [samples[i] if not gray else samples[i][..., None] for i in idx]
+            x = torch.stack(sub) if len({s.shape for s in sub}) == 1 else _padded(sub)
+        out = _resample_batch(x, [plans[i] for i in idx], [choice[i][1] for i in idx], engine,
+                              [in_hw[i] for i in idx], antialias, dt)
+        out = out[..., 0] if gray else out
+        if len(groups) == 1:
+            return out
+        for k, i in enumerate(idx):
+            res[i] = out[k]
+    return res
+
+
+def resize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    samples = bd.samples
+    check_hw_layout(ctx, samples[:1])
+    n = len(samples)
+    shapes = [tuple(s.shape[:2]) for s in samples]
+    plans, filters = resize_plans(ctx.op, args, shapes)
+    out = _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx)) if n else []
+    if not args["save_attrs"]:
+        return out
+    attrs = np.array([p.out for p in plans], np.int32).reshape(n, 2)
+    return out, upload(attrs, device_of(ctx, inputs))
+
+
+def random_resized_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """The CPU kernel's windows (same random words, same draw pattern), resampled on the GPU."""
+    bd = inputs[0]
+    samples = bd.samples
+    check_hw_layout(ctx, samples[:1])
+    n = len(samples)
+    size = args["size"]
+    oh, ow = (int(round(size[0])), int(round(size[-1])))
+    wins = random_windows(random_words(ctx, n, args["num_attempts"]), [tuple(s.shape[:2]) for s in samples], args)
+    plans = [ResizePlan((oh, ow), (float(y0), float(x0)), (float(y0 + h), float(x0 + w)))
+             for (y0, x0), (h, w) in wins]
+    filters = [resize_filters(ctx.op, args, i) for i in range(n)]
+    return _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx)) if n else []

@@ -1,0 +1,190 @@
+"""The "gpu" device: moves, storage, zero-copy hand-off, streams (real CUDA or the emulation)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import ndd
+from ndd_ops_cuda._backend import BACKEND
+
+CUDA = torch.cuda.is_available() and os.environ.get("NDD_CUDA_EMULATE") != "cpu"
+
+
+def _stored(b: ndd.Batch):
+    return b._batch_data().dense
+
+
+def test_batch_round_trip_keeps_metadata():
+    x = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4, 1)
+    g = ndd.as_batch(x, layout="HWC").gpu()
+    assert g.device == ndd.Device("gpu:0") and g.layout == "HWC" and g.dtype == ndd.uint8
+    assert isinstance(_stored(g), torch.Tensor)
+    c = g.cpu()
+    assert c.device == ndd.Device("cpu")
+    np.testing.assert_array_equal(np.stack([np.asarray(t) for t in c]), x)
+
+
+def test_gpu_copies_the_host_data():
+    x = np.zeros((2, 3), np.float32)
+    g = ndd.as_batch(x).gpu()
+    x[:] = 5
+    assert g.torch().sum().item() == 0
+    back = g.cpu()
+    g.torch()[:] = 1
+    assert np.asarray(back.tensors[0]).sum() == 0
+
+
+def test_ragged_batch_and_padding():
+    b = ndd.batch([np.ones((2, 3), np.int16), np.ones((4, 1), np.int16)]).gpu()
+    assert b.shape == [(2, 3), (4, 1)]
+    with pytest.raises(ValueError, match="pad=True"):
+        b.torch()
+    t = b.torch(pad=True)
+    assert tuple(t.shape) == (2, 4, 3) and t.dtype == torch.int16
+    assert t.sum().item() == 6 + 4
+
+
+def test_tensor_device_ids_and_moves():
+    if not CUDA or torch.cuda.device_count() > 1:
+        t = ndd.tensor([1, 2, 3]).gpu(1)
+        assert t.device == ndd.Device("gpu:1") and t.torch().tolist() == [1, 2, 3]
+    g = ndd.tensor(np.float32(2.5)).gpu()
+    assert g.device == ndd.Device("gpu", 0) and float(g) == 2.5 and g.item() == 2.5
+    assert "device=gpu:0" in repr(g)
+    assert g.gpu() is g and g.to_device("gpu:0", force_copy=True) is not g
+
+
+def test_torch_is_zero_copy():
+    g = ndd.as_batch(np.zeros((3, 2), np.float32)).gpu()
+    t = g.torch()
+    assert t is _stored(g) and t.data_ptr() == g.torch().data_ptr()
+    t += 1
+    np.testing.assert_array_equal(np.asarray(g.cpu().tensors[2]), [1, 1])
+    assert g.torch(copy=True).data_ptr() != t.data_ptr()
+    s = g.tensors[1].torch()
+    assert s.data_ptr() == t[1].data_ptr()
+
+
+def test_dlpack_round_trip():
+    g = ndd.tensor(np.arange(4, dtype=np.int32)).gpu()
+    dev_type, dev_id = g.__dlpack_device__()
+    assert (dev_type, dev_id) == ((2, 0) if CUDA else (1, 0))  # the emulation stores host memory
+    np.testing.assert_array_equal(torch.from_dlpack(g).cpu().numpy(), [0, 1, 2, 3])
+
+
+def test_array_operations_on_gpu_data():
+    g = ndd.as_batch(np.arange(6, dtype=np.int32).reshape(3, 2)).gpu()
+    f = ndd.batch(g, dtype=ndd.float32)
+    assert f.device == g.device and f.torch().dtype == torch.float32
+    sub = g.tensors[[0, 2]]
+    assert sub.device == g.device and sub.torch().tolist() == [[0, 1], [4, 5]]
+    ragged = ndd.batch([np.ones(2, np.int32), np.ones(3, np.int32)]).gpu()
+    copied = ragged.tensors.as_batch(copy=True)
+    assert copied.tensors[1].torch().data_ptr() != ragged.tensors[1].torch().data_ptr()
+    bc = ndd.Batch.broadcast(ndd.tensor([7, 8]).gpu(), 3)
+    assert bc.device == ndd.Device("gpu:0") and bc.torch().tolist() == [[7, 8]] * 3
+    assert bc.torch().is_contiguous()
+    t = ndd.tensor(g.tensors[1])
+    assert t.device == g.device and t.torch().tolist() == [2, 3]
+    assert t.torch().data_ptr() != g.tensors[1].torch().data_ptr()
+
+
+def test_cpu_tensors_have_no_cuda_interface_on_the_emulation():
+    g = ndd.tensor([1.0]).gpu()
+    if CUDA:
+        assert g.__cuda_array_interface__["version"] == 3
+    else:
+        assert not hasattr(g, "__cuda_array_interface__")
+
+
+def test_numpy_conversion_of_gpu_data_is_refused():
+    with pytest.raises(TypeError, match=r"\.cpu\(\)"):
+        np.asarray(ndd.tensor([1, 2]).gpu())
+
+
+def test_sync_full_mode():
+    with ndd.EvalMode.sync_full:
+        g = ndd.as_batch(np.ones((2, 2), np.uint8)).gpu()
+        assert g.cpu().torch().sum().item() == 4
+
+
+def test_stream_for_is_a_null_context_on_the_emulation():
+    if CUDA:
+        pytest.skip("checked by test_one_stream_per_context on CUDA")
+    with BACKEND.stream_for(ndd.EvalContext.current()):
+        pass
+    assert BACKEND.stream() is None
+
+
+@pytest.mark.skipif(CUDA, reason="this machine has CUDA: the backend is available without emulation")
+def test_without_cuda_or_emulation_the_backend_is_unavailable():
+    env = {k: v for k, v in os.environ.items() if k != "NDD_CUDA_EMULATE"}
+    code = (
+        "import ndd\n"
+        "rep = ndd.plugins.report()\n"
+        "rec = [r for r in rep.loaded if r.group == 'ndd.devices' and r.name == 'gpu'][0]\n"
+        "print('REASON', rec.unavailable)\n"
+        "print([l for l in str(rep).splitlines() if 'ndd.devices' in l][0])\n"
+        "try:\n"
+        "    ndd.tensor([1]).gpu()\n"
+        "except RuntimeError as e:\n"
+        "    print('ERROR', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert "REASON ndd-ops-cuda:" in out
+    assert "\nunavailable  ndd.devices" in out
+    assert "ERROR The GPU backend (from ndd-ops-cuda 0.1.0) is installed but unusable: ndd-ops-cuda:" in out
+
+
+# -- real CUDA only --------------------------------------------------------------------
+
+@pytest.mark.requires_cuda
+def test_storage_is_cuda_and_zero_copy_from_torch():
+    t = torch.arange(6, device="cuda", dtype=torch.float32).reshape(2, 3)
+    b = ndd.as_batch(t)
+    assert b.device == ndd.Device("gpu:0") and b.torch().data_ptr() == t.data_ptr()
+    x = ndd.as_tensor(t)
+    assert x.torch().data_ptr() == t.data_ptr() and x.dtype == ndd.float32
+    g = ndd.as_batch(np.ones((4, 4), np.uint8)).gpu()
+    assert _stored(g).is_cuda
+
+
+@pytest.mark.requires_cuda
+def test_one_stream_per_context():
+    a, b = ndd.EvalContext(), ndd.EvalContext()
+    sa, sb = BACKEND.stream(a), BACKEND.stream(b)
+    assert sa is BACKEND.stream(a) and sa != sb and sa != torch.cuda.current_stream()
+    user = torch.cuda.Stream()
+    c = ndd.EvalContext(cuda_stream=user)
+    assert BACKEND.stream(c) is user
+    with c:
+        g = ndd.as_batch(np.full((64, 256), 3, np.float32)).gpu()
+        torch.testing.assert_close(g.torch().sum().item(), 3.0 * 64 * 256)
+
+
+@pytest.mark.requires_cuda
+def test_handing_out_waits_for_ndd_stream():
+    big = np.random.default_rng(0).random((64, 1024, 256), dtype=np.float32)
+    for _ in range(3):  # a race would show as a wrong sum now and then
+        g = ndd.as_batch(big).gpu()  # async copy on ndd's stream
+        s = g.torch().sum()  # runs on torch's current stream
+        assert abs(s.item() - float(big.sum(dtype=np.float64))) < 1e-3 * big.size
+    cai = g.tensors[0].__cuda_array_interface__
+    assert cai["version"] == 3 and cai["stream"] == BACKEND.stream().cuda_stream
+    assert cai["data"][0] == g.tensors[0].torch().data_ptr()
+    consumer = torch.cuda.Stream()
+    with torch.cuda.stream(consumer):
+        back = torch.from_dlpack(g.tensors[0])
+        assert back.data_ptr() == cai["data"][0]
+
+
+@pytest.mark.requires_cuda
+def test_invalid_device_id():
+    with pytest.raises(RuntimeError, match="CUDA device"):
+        ndd.tensor([1]).gpu(torch.cuda.device_count())

@@ -1,0 +1,136 @@
+"""GPU kernels of core's operators against the CPU ones: cast, arithmetic and ndd.math,
+subscripts, transpose, the shape ops (host round trip) and the random ops (drawn on
+the host: the same values for the same RNG state).
+
+Tolerances: exact, except float math functions (1e-6 relative) and float division
+(1 ulp-level, 1e-6 relative).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ndd
+
+sys.path.insert(0, os.path.dirname(__file__))  # pytest runs with --import-mode=importlib
+from kernel_helpers import assert_close, assert_equal, batch, rand_images, run_both, samples_of  # noqa: E402
+
+RAGGED = [(4, 5), (3, 7), (6, 2)]
+UNIFORM = [(4, 5)] * 3
+
+
+def _ints(seed, shapes, dtype, lo=-50, hi=50):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(lo, hi, s).astype(dtype) for s in shapes]
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM, RAGGED])
+@pytest.mark.parametrize("src,dst", [(np.float32, ndd.int32), (np.float32, ndd.uint8), (np.uint8, ndd.float32),
+                                     (np.int32, ndd.int16), (np.int16, ndd.float64), (np.float32, ndd.bool),
+                                     (np.uint8, ndd.uint16), (np.float64, ndd.float16)])
+def test_cast(shapes, src, dst):
+    lo = 0 if np.dtype(src).kind == "u" or dst in (ndd.uint8, ndd.uint16) else -100
+    b = batch([x + np.asarray(0.25, src) * (np.dtype(src).kind == "f") for x in _ints(1, shapes, src, lo, 100)])
+    assert_equal(*run_both(lambda x: ndd.cast(x, dtype=dst), b)[:2])
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM, RAGGED])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int8, np.float32, np.int64])
+def test_binary_arithmetic(shapes, dtype):
+    a = batch(_ints(2, shapes, dtype, 0 if np.dtype(dtype).kind == "u" else -20, 20))
+    b = batch(_ints(3, shapes, dtype, 0 if np.dtype(dtype).kind == "u" else -5, 5))  # zeros included
+    for fn in (lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, lambda x, y: x // y,
+               lambda x, y: x % y, lambda x, y: x == y, lambda x, y: x < y, lambda x, y: x >= y,
+               lambda x, y: ndd.math.min(x, y), lambda x, y: ndd.math.max(x, y), lambda x, y: x + 3,
+               lambda x, y: 2 * x - y, lambda x, y: x ** ndd.math.abs(y)):
+        assert_equal(*run_both(fn, a, b)[:2])
+    ref, got, _ = run_both(lambda x, y: x / (y + 0.5), a, b)
+    assert_close(ref, got, rtol=1e-6)
+    if np.dtype(dtype).kind != "f":
+        for fn in (lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y, lambda x, y: ~x):
+            assert_equal(*run_both(fn, a, b)[:2])
+
+
+def test_integer_power_with_negative_exponents():
+    a = batch([np.array([-2, -1, 0, 1, 2, 3], np.int32)] * 2)
+    e = batch([np.array([-1, -3, 2, -2, -1, 2], np.int32), np.array([0, -2, 1, 3, -5, 1], np.int32)])
+    assert_equal(*run_both(lambda x, y: x ** y, a, e)[:2])
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM, RAGGED])
+def test_math_functions(shapes):
+    x = batch([np.abs(s) + 0.1 for s in rand_images(4, shapes, np.float32)])
+    i = batch(_ints(5, shapes, np.int32, 1, 100))
+    for fn in (ndd.math.sqrt, ndd.math.rsqrt, ndd.math.cbrt, ndd.math.exp, ndd.math.log, ndd.math.log2,
+               ndd.math.log10, ndd.math.sin, ndd.math.cos, ndd.math.tan, ndd.math.atan, ndd.math.tanh,
+               ndd.math.floor, ndd.math.ceil):
+        for inp in (x, i):
+            ref, got, _ = run_both(fn, inp)
+            assert_close(ref, got, rtol=1e-6, atol=1e-7)
+    ref, got, _ = run_both(lambda a, b: ndd.math.atan2(a, b), x, x)
+    assert_close(ref, got, rtol=1e-6)
+    ref, got, _ = run_both(lambda a: ndd.math.clamp(a, 0.3, 0.6), x)
+    assert_equal(ref, got)
+
+
+def test_mixed_types_and_tensor_broadcast():
+    a = batch(_ints(6, UNIFORM, np.uint8, 0, 200))
+    b = batch(_ints(7, UNIFORM, np.int8, -100, 100))
+    assert_equal(*run_both(lambda x, y: x + y, a, b)[:2])
+    t = ndd.as_tensor(np.array([1, 2, 3, 4, 5], np.int32))
+    ref = a * t
+    got = a.gpu() * t.gpu()
+    assert_equal(samples_of(ref), samples_of(got.cpu()))
+
+
+def test_unsigned_wide_types_run_on_the_host():
+    a = batch(_ints(8, RAGGED, np.uint16, 0, 1000))
+    assert_equal(*run_both(lambda x: x * 3 + x, a)[:2])
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM, RAGGED])
+def test_subscript_and_transpose(shapes):
+    b = batch(_ints(9, [s + (3,) for s in shapes], np.int16), layout="HWC")
+    for fn in (lambda x: x.slice[1:3], lambda x: x.slice[::-1, ::2], lambda x: x.slice[..., 0],
+               lambda x: x.slice[-1, :, None], lambda x: x.slice[1, ::-2, 2],
+               lambda x: ndd.transpose(x, perm=(2, 0, 1)), lambda x: ndd.transpose(x)):
+        assert_equal(*run_both(fn, b)[:2])
+    t = ndd.as_tensor(np.arange(24, dtype=np.float32).reshape(4, 6))
+    np.testing.assert_array_equal(np.asarray(t.gpu()[1:, ::-3].cpu()), np.asarray(t[1:, ::-3]))
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM, RAGGED])
+def test_shape_ops(shapes):
+    b = batch(_ints(10, [s + (1,) for s in shapes], np.float32), layout="HWC")
+    for fn in (lambda x: ndd.squeeze(x, axes=[2]), lambda x: ndd.expand_dims(x, axes=[0]),
+               lambda x: ndd.cat(x, x, axis=1), lambda x: ndd.stack(x, x, axis=0),
+               lambda x: ndd.reshape(x, shape=[-1]), lambda x: ndd.zeros_like(x), lambda x: ndd.ones_like(x),
+               lambda x: ndd.pad(x, fill_value=-1), lambda x: ndd.slice(x, start=(1, 1), shape=(2, 1), axes=(0, 1))):
+        assert_equal(*run_both(fn, b)[:2])
+    labels = batch([np.array(i % 4, np.int32) for i in range(len(shapes))])
+    assert_equal(*run_both(lambda x: ndd.one_hot(x, num_classes=4), labels)[:2])
+
+
+def test_constant_ops_on_the_gpu():
+    z = ndd.zeros(shape=(3, 2), batch_size=4, device="gpu")
+    assert z.device == ndd.Device("gpu:0")
+    np.testing.assert_array_equal(np.stack(samples_of(z.cpu())), np.zeros((4, 3, 2), np.float32))
+
+
+@pytest.mark.parametrize("op,kw", [("uniform", {"range": (-2, 3), "shape": (5,)}),
+                                   ("normal", {"mean": 1.0, "stddev": 2.0, "shape": (2, 3)}),
+                                   ("coin_flip", {"probability": 0.3, "shape": (7,)}),
+                                   ("beta", {"alpha": 2.0, "beta": 3.0}),
+                                   ("choice", {"shape": (4,)})])
+def test_random_ops_match_the_cpu(op, kw):
+    fn = getattr(ndd.random, op)
+    args = (ndd.as_tensor(np.array([3, 5, 9], np.int32)),) if op == "choice" else ()
+    ref = fn(*args, batch_size=6, rng=ndd.random.RNG(seed=11), **kw)
+    gargs = tuple(a.gpu() for a in args)
+    got = fn(*gargs, batch_size=6, rng=ndd.random.RNG(seed=11), device="gpu", **kw)
+    assert got.device == ndd.Device("gpu:0")
+    assert_equal(samples_of(ref), samples_of(got.cpu()))

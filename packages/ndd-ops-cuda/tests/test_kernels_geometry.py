@@ -1,0 +1,162 @@
+"""GPU crop, flip, rotate, warp_affine, resize and random_resized_crop against the CPU ops.
+
+Tolerances: crop and flip exact. rotate / warp_affine (grid_sample in float32 against
+OpenCV): uint8 within 1 level in at most 2 % of the pixels, float32 within 1e-4.
+resize / random_resized_crop (the CPU's filter taps, Pillow's for its antialiased
+filters): uint8 within 1 level, float32 within 1e-4.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ndd
+from ndd.types import DALIInterpType
+
+sys.path.insert(0, os.path.dirname(__file__))  # pytest runs with --import-mode=importlib
+from kernel_helpers import assert_close, assert_equal, batch, rand_images, run_both, smooth_images  # noqa: E402
+
+UNIFORM_RGB = [(24, 30, 3)] * 5
+RAGGED_RGB = [(24, 30, 3), (17, 40, 3), (33, 21, 3)]
+GRAY = [(28, 28)] * 6
+
+
+# -- crop and flip ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB, GRAY])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_crop(shapes, dtype):
+    b = batch(rand_images(1, shapes, dtype))
+    assert_equal(*run_both(lambda x: ndd.crop(x, crop=(10, 12), crop_pos_x=0.3, crop_pos_y=0.8), b)[:2])
+
+
+def test_crop_per_sample_window_and_padding():
+    b = batch(rand_images(2, UNIFORM_RGB))
+    pos = ndd.as_batch([np.float32(v) for v in (0.0, 0.25, 0.5, 0.75, 1.0)])
+    assert_equal(*run_both(lambda x: ndd.crop(x, crop=(10, 12), crop_pos_x=pos), b)[:2])
+    for policy in ("pad", "trim_to_shape"):
+        fn = lambda x, p=policy: ndd.crop(x, crop=(40, 12), crop_pos_y=0.2, out_of_bounds_policy=p,  # noqa: E731
+                                          fill_values=(7, 8, 9))
+        assert_equal(*run_both(fn, b)[:2])
+    g = batch(rand_images(3, RAGGED_RGB, np.float32))
+    assert_equal(*run_both(lambda x: ndd.crop(x, crop=(30, 30), out_of_bounds_policy="pad",
+                                              fill_values=(0.5,), dtype=ndd.float32), g)[:2])
+
+
+def test_crop_cast_to_uint8_saturates():
+    b = batch([x * 600 - 100 for x in rand_images(4, UNIFORM_RGB, np.float32)])
+    assert_equal(*run_both(lambda x: ndd.crop(x, crop=(10, 10), dtype=ndd.uint8), b)[:2])
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB, GRAY])
+def test_flip(shapes):
+    b = batch(rand_images(5, shapes))
+    n = len(shapes)
+    hor = ndd.as_batch([np.int32(i % 2) for i in range(n)])
+    ver = ndd.as_batch([np.int32(i % 3 == 0) for i in range(n)])
+    assert_equal(*run_both(lambda x: ndd.flip(x), b)[:2])
+    assert_equal(*run_both(lambda x: ndd.flip(x, horizontal=hor, vertical=ver), b)[:2])
+    assert_equal(*run_both(lambda x: ndd.flip(x, horizontal=0, vertical=1), b)[:2])
+
+
+# -- rotate and warp_affine ------------------------------------------------------------------
+
+
+def _warp_close(ref, got, dtype):
+    if np.dtype(dtype) == np.uint8:
+        assert_close(ref, got, atol=1, max_frac=0.02)
+    else:
+        assert_close(ref, got, atol=1e-4)
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM_RGB, GRAY, RAGGED_RGB, [(28, 28, 1)] * 64])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("fill", [None, 0.0, 0.3])
+def test_rotate_linear(shapes, dtype, fill):
+    b = batch(smooth_images(6, shapes, dtype))
+    angles = ndd.as_batch([np.float32(a) for a in np.linspace(-40, 95, len(shapes))])
+    if fill is not None and np.dtype(dtype) == np.uint8:
+        fill = fill * 255
+    ref, got, _ = run_both(lambda x: ndd.rotate(x, angle=angles, fill_value=fill), b)
+    _warp_close(ref, got, dtype)
+    ref, got, _ = run_both(lambda x: ndd.rotate(x, angle=17.5, keep_size=True, fill_value=fill), b)
+    _warp_close(ref, got, dtype)
+
+
+def test_rotate_nearest_size_and_dtype():
+    b = batch(smooth_images(7, UNIFORM_RGB))
+    fn = lambda x: ndd.rotate(x, angle=90.0, interp_type=DALIInterpType.INTERP_NN)  # noqa: E731
+    assert_equal(*run_both(fn, b)[:2])
+    fn = lambda x: ndd.rotate(x, angle=30.0, size=(20, 26), dtype=ndd.float32)  # noqa: E731
+    ref, got, _ = run_both(fn, b)
+    assert_close(ref, got, atol=1.0, max_frac=0.005)
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM_RGB, GRAY, RAGGED_RGB])
+def test_warp_affine(shapes):
+    b = batch(smooth_images(8, shapes))
+    m = (0.9, 0.2, 1.5, -0.1, 1.1, -2.0)
+    _warp_close(*run_both(lambda x: ndd.warp_affine(x, matrix=m), b)[:2], np.uint8)
+    _warp_close(*run_both(lambda x: ndd.warp_affine(x, matrix=m, inverse_map=False, fill_value=9,
+                                                    size=(20, 35)), b)[:2], np.uint8)
+    mats = ndd.as_batch([np.array(m, np.float32) * (1 + 0.05 * i) for i in range(len(shapes))])
+    _warp_close(*run_both(lambda x: ndd.warp_affine(x, matrix=mats), b)[:2], np.uint8)
+    mtx = ndd.as_batch([np.array(m, np.float32).reshape(2, 3)] * len(shapes))
+    ref = ndd.warp_affine(b, mtx)
+    got = ndd.warp_affine(b.gpu(), mtx.gpu())
+    _warp_close([np.asarray(t) for t in ref], [np.asarray(t) for t in got.cpu()], np.uint8)
+
+
+# -- resize and random_resized_crop ---------------------------------------------------------
+
+FILTERS = [DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR, DALIInterpType.INTERP_CUBIC,
+           DALIInterpType.INTERP_LANCZOS3, DALIInterpType.INTERP_TRIANGULAR, DALIInterpType.INTERP_GAUSSIAN]
+
+
+def _resize_close(ref, got, dtype):
+    assert_close(ref, got, atol=1 if np.dtype(dtype) == np.uint8 else 1e-4)
+
+
+@pytest.mark.parametrize("interp", FILTERS)
+@pytest.mark.parametrize("size", [(40, 17), (12, 9), (50, 60)])
+@pytest.mark.parametrize("antialias", [True, False])
+def test_resize_filters(interp, size, antialias):
+    b = batch(smooth_images(9, UNIFORM_RGB))
+    fn = lambda x: ndd.resize(x, size=size, interp_type=interp, antialias=antialias)  # noqa: E731
+    _resize_close(*run_both(fn, b)[:2], np.uint8)
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB, GRAY])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_resize_size_arguments(shapes, dtype):
+    b = batch(smooth_images(10, shapes, dtype))
+    for kw in ({"resize_shorter": 20}, {"resize_longer": 50}, {"resize_x": 33},
+               {"size": (30, 20), "dtype": ndd.float32}, {"size": (16, 16), "mode": "not_larger"},
+               {"size": (25, 18), "roi_start": (2.5, 30), "roi_end": (20, 3.0)},
+               {"size": (14, 14), "roi_start": (0.1, 0.2), "roi_end": (0.7, 0.9), "roi_relative": True}):
+        ref, got, _ = run_both(lambda x: ndd.resize(x, **kw), b)  # noqa: B023
+        _resize_close(ref, got, dtype)
+
+
+def test_resize_per_sample_sizes_and_attrs():
+    b = batch(smooth_images(11, RAGGED_RGB))
+    sizes = ndd.as_batch([np.array(s, np.float32) for s in ((20, 20), (10, 31), (20, 20))])
+    _resize_close(*run_both(lambda x: ndd.resize(x, size=sizes), b)[:2], np.uint8)
+    ref_img, ref_attrs = ndd.resize(b, size=(18, 22), save_attrs=True)
+    img, attrs = ndd.resize(b.gpu(), size=(18, 22), save_attrs=True)
+    assert attrs.device == ndd.Device("gpu:0")
+    _resize_close([np.asarray(t) for t in ref_img], [np.asarray(t) for t in img.cpu()], np.uint8)
+    assert_equal([np.asarray(t) for t in ref_attrs], [np.asarray(t) for t in attrs.cpu()])
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB])
+def test_random_resized_crop_same_windows(shapes):
+    b = batch(smooth_images(12, shapes))
+    ref = ndd.random_resized_crop(b, size=(16, 20), rng=ndd.random.RNG(seed=5))
+    got = ndd.random_resized_crop(b.gpu(), size=(16, 20), rng=ndd.random.RNG(seed=5))
+    _resize_close([np.asarray(t) for t in ref], [np.asarray(t) for t in got.cpu()], np.uint8)
