@@ -62,11 +62,21 @@ _package_session("readers", extra=("protobuf", PACKAGES["ops_cpu"]))
 _package_session("capture", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"]))
 
 
+@nox.session(python=MAIN_PY)
+def test_capture_threads(session: nox.Session) -> None:
+    """The capture tests again with the pipeline on threads (worker processes are the default)."""
+    session.install("pytest", CORE, PACKAGES["capture"], PACKAGES["readers"], PACKAGES["ops_cpu"])
+    session.env["NDD_CAPTURE_PROCESSES"] = "0"
+    _pytest(session, f"{PACKAGES['capture']}/tests")
+
+
 @nox.session(python=OTHER_PYS)
 def test_capture_pythons(session: nox.Session) -> None:
     """Capture on the other Python versions: call sites and source analysis differ per version."""
     session.install("pytest", CORE, PACKAGES["capture"], PACKAGES["readers"], PACKAGES["ops_cpu"])
     _pytest(session, f"{PACKAGES['capture']}/tests")
+
+
 _package_session("checkpoint", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"], PACKAGES["capture"]))
 
 
@@ -104,7 +114,8 @@ def layering(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Everything that passes on a CPU-only machine."""
     for name in ("lint", "layering", "test_core", *(f"test_core_pythons-{v}" for v in OTHER_PYS),
-                 *(f"test_{k}" for k in PACKAGES), *(f"test_capture_pythons-{v}" for v in OTHER_PYS),
+                 *(f"test_{k}" for k in PACKAGES), "test_capture_threads",
+                 *(f"test_capture_pythons-{v}" for v in OTHER_PYS),
                  "test_cross"):
         session.notify(name)
 

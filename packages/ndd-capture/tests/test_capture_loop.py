@@ -352,14 +352,16 @@ def test_several_calls_on_one_line_3_10_vs_3_11(lmdb_path):
         assert not sites[0].captured and sites[0].code == "NDD-C003"
 
 
-def test_worker_processes_give_identical_results(lmdb_path):
-    ndd.capture.set_worker_processes(2)
+@pytest.mark.parametrize("processes", [0, 1, 2])
+def test_threads_and_worker_processes_give_identical_results(lmdb_path, processes):
+    ndd.capture.set_worker_processes(processes)
     try:
         eager = run(lmdb_path, False, epochs=2, random_shuffle=True, seed=3)
         captured = run(lmdb_path, True, epochs=2, random_shuffle=True, seed=3)
-        assert "2 process(es)" in ndd.capture.report().summary()
+        worker = ndd.capture.report().worker
     finally:
-        ndd.capture.set_worker_processes(0)
+        ndd.capture.set_worker_processes(None)
+    assert worker == (f"{processes} process(es)" if processes else "threads")
     assert_same(eager, captured)
     with pytest.raises(ValueError, match="non-negative integer"):
         ndd.capture.set_worker_processes(-1)

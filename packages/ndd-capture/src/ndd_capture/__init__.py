@@ -17,6 +17,7 @@ from ._loop import (
     CapturedBatch,
     CaptureError,
     _tls,
+    default_worker_processes,
     external_source_epoch,
     feed,
     hook,
@@ -26,7 +27,7 @@ from ._loop import (
 )
 from ._report import RUNTIME_CODES, CaptureReport, Fallback, SiteRecord
 
-__all__ = ["external_source_epoch", "feed", "reader_epoch", "CaptureError", "CaptureReport", "CapturedBatch", "Fallback", "SiteRecord", "invariant",
+__all__ = ["external_source_epoch", "feed", "reader_epoch", "CaptureError", "CaptureReport", "CapturedBatch", "default_worker_processes", "Fallback", "SiteRecord", "invariant",
            "is_invariant", "report", "reason_codes", "set_prefetch_depth", "set_worker_processes", "unwrap_invariant", "unwrap_invariants"]
 
 

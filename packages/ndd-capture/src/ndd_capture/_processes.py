@@ -14,6 +14,10 @@ them back into batches. Used only when the whole graph can be sent to another pr
 from __future__ import annotations
 
 import importlib
+import inspect
+import itertools
+import math
+import mmap
 import os
 import pickle
 import socket
@@ -23,8 +27,11 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
+
 from ndd._batch import Batch
 from ndd._device import CPU
+from ndd._storage import BatchData
 
 from ._pipeline import Failure
 
@@ -35,12 +42,19 @@ def graph_spec(loop: Any) -> dict:
     """What a worker process needs to compute steps (raises if something cannot pickle)."""
     reader = loop.reader
     cls = type(reader)
-    state = reader._loop_state if reader._loop_state is not None else reader._state()
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+        raise ValueError(f"the reader class {cls.__qualname__} is defined in "
+                         f"{'__main__' if cls.__module__ == '__main__' else 'a function'}, "
+                         "which a worker process cannot import")
+    gpu = [n.plan.schema.name for n in loop.nodes if n.plan.device.device_type != "cpu"]
+    if gpu:
+        raise ValueError(f"operator `{gpu[0]}` runs on the GPU; GPU pipelines stay in this process")
+    state, taken = loop.source.origin()
     nodes = [(n.id, n.plan, n.inputs, n.kwargs, id(n.rng) if n.rng is not None else None, n.offset)
              for n in loop.nodes]
     rngs = {key: (str(tr.clone.get_state()), tr.period) for key, tr in loop.rng_tracks.items()}
     spec = {"module": cls.__module__, "qualname": cls.__qualname__, "ctor": reader._ctor_args,
-            "state": state, "batch_size": loop.batch_size, "nodes": nodes, "rngs": rngs}
+            "state": state, "taken": taken, "batch_size": loop.batch_size, "nodes": nodes, "rngs": rngs}
     pickle.dumps(spec)  # fail here, in the parent, when something cannot travel
     return spec
 
@@ -68,10 +82,12 @@ def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
     return vals
 
 
-def child_main(conn: Any, j: int, workers: int) -> None:
-    """Body of worker process ``j`` of ``workers`` (run by ``python -m ndd_capture._worker``)."""
+def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
+    """Body of worker process ``j`` of ``workers`` (run by ``python -m ndd_capture._worker``);
+    ``shm_fd`` is its shared-memory file (-1: results travel through ``conn`` alone)."""
     try:
         spec = pickle.loads(conn.recv_bytes())
+        shared = _Shared(shm_fd, spec["slots"]) if shm_fd >= 0 else None
         import ndd
 
         from ._loop import _continuous, _flatten
@@ -83,8 +99,17 @@ def child_main(conn: Any, j: int, workers: int) -> None:
         reader = cls(*args, **kwargs)
         reader.set_state(ndd.ReaderState.from_dict(spec["qualname"], spec["state"]))
         allowance = 0
-        for k, (extra, outs) in enumerate(_continuous(reader, spec["batch_size"])):
-            if k % workers != j:
+        taken = spec["taken"]  # the parent took these steps itself (the traced step)
+        counter = itertools.count(-taken)
+
+        def skip() -> bool:  # read only this worker's steps
+            k = next(counter)
+            return k < 0 or k % workers != j
+
+        takes_skip = "skip" in inspect.signature(reader._epoch).parameters
+        stream = _continuous(reader, spec["batch_size"], skip if takes_skip else None)
+        for k, (extra, outs) in enumerate(stream, start=-taken):
+            if k < 0 or k % workers != j:
                 continue
             while allowance == 0:
                 msg = conn.recv()
@@ -94,7 +119,7 @@ def child_main(conn: Any, j: int, workers: int) -> None:
             allowance -= 1
             flat, _ = _flatten(outs)
             src = [b._batch_data() for b in flat]
-            conn.send(("ok", extra, src, run_step(spec["nodes"], spec["rngs"], src, k)))
+            send_step(conn, shared, k // workers, extra, run_step(spec["nodes"], spec["rngs"], src, k))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     except BaseException as e:  # noqa: BLE001 - sent to the parent
@@ -103,6 +128,120 @@ def child_main(conn: Any, j: int, workers: int) -> None:
             conn.send(("err", e, text))
         except Exception:  # noqa: BLE001 - the exception itself does not pickle
             conn.send(("err", RuntimeError(f"{type(e).__name__}: {e}"), text))
+
+
+# A step's results travel as one small pickled header plus the raw bytes of each array
+# (a ragged batch's samples concatenated into one buffer). Where the OS has memfd_create
+# (Linux) the bytes go through a shared-memory file, one slot per step in flight, and the
+# parent copies them out into fresh arrays; otherwise they follow the header on the
+# socket. Pickling the arrays themselves cost ~360 µs a step on the MNIST-like loop (64
+# small JPEGs and five batches), the socket ~190 µs, shared memory ~50 µs.
+def _pack(bd: BatchData) -> tuple[tuple, np.ndarray | None]:
+    d = bd.dense
+    if isinstance(d, np.ndarray) and not d.dtype.hasobject:
+        return ("d", d.dtype.str, d.shape), np.ascontiguousarray(d).reshape(-1).view(np.uint8)
+    s = bd.samples if d is None else None
+    if s and all(type(x) is np.ndarray for x in s) and not s[0].dtype.hasobject \
+            and all(x.dtype == s[0].dtype for x in s):
+        flat = np.concatenate([x.reshape(-1) for x in s]).view(np.uint8)
+        return ("s", s[0].dtype.str, [x.shape for x in s]), flat
+    return ("p", bd), None
+
+
+def _unpack(head: tuple, read: Any) -> BatchData:
+    """Rebuild a BatchData from its header; ``read(nbytes)`` gives its bytes (a fresh array)."""
+    kind, dt = head[0], head[1]
+    if kind == "p":
+        return dt
+    dtype = np.dtype(dt)
+    shapes = [head[2]] if kind == "d" else head[2]
+    sizes = [math.prod(sh) for sh in shapes]
+    flat = read(sum(sizes) * dtype.itemsize).view(dtype)
+    if kind == "d":
+        return BatchData(dense=flat.reshape(head[2]))
+    out, at = [], 0
+    for sh, n in zip(shapes, sizes):
+        out.append(flat[at:at + n].reshape(sh))
+        at += n
+    return BatchData(samples=out)
+
+
+class _Shared:
+    """The child's side of the shared-memory file: ``slots`` slots of one size, set (with
+    room to spare) by the first step; a step that does not fit goes through the socket."""
+
+    def __init__(self, fd: int, slots: int) -> None:
+        self.fd, self.slots = fd, slots
+        self.slot_bytes = 0
+        self.mem: mmap.mmap | None = None
+
+    def write(self, k: int, bufs: list[np.ndarray]) -> tuple[int, int] | None:
+        """Copy ``bufs`` into the slot of own step ``k``: (offset, file size), or None."""
+        total = sum(b.size for b in bufs)
+        if self.mem is None:
+            self.slot_bytes = max(1 << 16, 2 * total + 4095 & ~4095)
+            os.ftruncate(self.fd, self.slots * self.slot_bytes)
+            self.mem = mmap.mmap(self.fd, self.slots * self.slot_bytes)
+        if total > self.slot_bytes:
+            return None
+        at = base = (k % self.slots) * self.slot_bytes
+        for b in bufs:
+            self.mem[at:at + b.size] = b
+            at += b.size
+        return base, self.slots * self.slot_bytes
+
+
+def send_step(conn: Connection, shared: _Shared | None, k: int, extra: Any,
+              vals: dict[int, list[BatchData]]) -> None:
+    """Send own step ``k``'s values (see :func:`recv_step`)."""
+    heads, bufs = [], []
+    for nid, bds in vals.items():
+        packed = [_pack(bd) for bd in bds]
+        heads.append((nid, [h for h, _ in packed]))
+        bufs.extend(b for _, b in packed if b is not None and b.size)
+    where = shared.write(k, bufs) if shared is not None else None
+    conn.send(("ok", extra, heads, where))
+    if where is None:
+        for b in bufs:
+            conn.send_bytes(b)
+
+
+class _Receiver:
+    """The parent's side of one worker's results (socket, plus its shared-memory file)."""
+
+    def __init__(self, conn: Connection, fd: int) -> None:
+        self.conn, self.fd = conn, fd
+        self.mem: mmap.mmap | None = None
+
+    def step(self, msg: tuple) -> tuple[Any, dict[int, list[BatchData]]]:
+        """The rest of a step :func:`send_step` sent, after its header ``msg``."""
+        _, extra, heads, where = msg
+        if where is None:
+            def read(n: int) -> np.ndarray:
+                buf = np.empty(n, np.uint8)
+                if n:
+                    self.conn.recv_bytes_into(buf)
+                return buf
+        else:
+            at, size = where
+            if self.mem is None or len(self.mem) < size:
+                self.mem = mmap.mmap(self.fd, size)
+            mem = self.mem
+
+            def read(n: int) -> np.ndarray:
+                nonlocal at
+                buf = np.frombuffer(mem, np.uint8, n, at).copy()
+                at += n
+                return buf
+        return extra, {nid: [_unpack(h, read) for h in hs] for nid, hs in heads}
+
+    def close(self) -> None:
+        if self.mem is not None:
+            self.mem.close()
+            self.mem = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class ProcessWorker:
@@ -119,19 +258,24 @@ class ProcessWorker:
         self._meta = source_meta
         self._batch_size = spec["batch_size"]
         self._conns: list[Connection] = []
+        self._receivers: list[_Receiver] = []
         self._procs: list[subprocess.Popen] = []
         self._next = 0
         allowance = max(1, -(-depth // processes))
-        payload = pickle.dumps(spec)
+        payload = pickle.dumps(dict(spec, slots=allowance))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         for j in range(processes):
             ours, theirs = socket.socketpair()
+            shm = os.memfd_create(f"ndd-capture-{j}") if hasattr(os, "memfd_create") else -1
+            fds = [theirs.fileno()] + ([shm] if shm >= 0 else [])
             proc = subprocess.Popen(
-                [sys.executable, "-m", "ndd_capture._worker", str(theirs.fileno()), str(j), str(processes)],
-                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
+                [sys.executable, "-m", "ndd_capture._worker", str(theirs.fileno()), str(j), str(processes),
+                 str(shm)],
+                pass_fds=fds, env=env, stdin=subprocess.DEVNULL,
             )
             theirs.close()
             conn = Connection(ours.detach())
+            self._receivers.append(_Receiver(conn, shm))
             conn.send_bytes(payload)
             conn.send(allowance)
             self._conns.append(conn)
@@ -146,13 +290,15 @@ class ProcessWorker:
                     return Failure(RuntimeError(
                         f"capture worker process {j} exited unexpectedly (exit code {proc.returncode})"))
             msg = conn.recv()
+            if msg[0] == "ok":
+                extra, vals = self._receivers[j].step(msg)
         except (EOFError, OSError) as e:
             return Failure(RuntimeError(f"capture worker process {j} closed its connection ({e})"))
         if msg[0] == "err":
             err = msg[1]
             err.__cause__ = RuntimeError(f"in capture worker process {j}:\n{msg[2]}")
             return Failure(err)
-        _, extra, src, vals = msg
+        src = vals[0]
         conn.send(1)
         self._next += 1
         outs = self._rebuild([Batch._wrap(bd, m.dtype, m.layout, CPU, m.ndim, self._batch_size)
@@ -172,4 +318,6 @@ class ProcessWorker:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=2)
-        self._conns, self._procs = [], []
+        for r in self._receivers:
+            r.close()
+        self._conns, self._procs, self._receivers = [], [], []

@@ -126,6 +126,9 @@ class Reader:
 
     # -- hooks for subclasses ---------------------------------------------------------
     def _epoch(self, batch_size: int | None) -> Iterator:
+        """One epoch of outputs. A subclass may take an extra ``skip`` callable, asked once
+        per step in order: when it returns True the step is not read and None is yielded
+        in its place (capture worker processes read only their own steps this way)."""
         raise NotImplementedError
 
     def _run(self, batch_size: int | None) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -112,10 +112,15 @@ def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
     return outs
 
 
-def _epoch_jobs(ds: Dataset, stream: SampleStream, cur: Cursor, batch_size: int | None) -> Iterator:
-    """Yield ``(outputs, cursor_after)`` for the rest of the epoch at ``cur``."""
+def _epoch_jobs(ds: Dataset, stream: SampleStream, cur: Cursor, batch_size: int | None,
+                skip: Callable[[], bool] | None = None) -> Iterator:
+    """Yield ``(outputs, cursor_after)`` for the rest of the epoch at ``cur``; outputs are
+    None, unread, for the steps where ``skip()`` (asked once per step, in order) is True."""
     for indices, after in stream.epoch_steps(cur, batch_size or 1):
-        yield build_outputs(ds, indices, batch_size is not None), after
+        if skip is not None and skip():
+            yield None, after
+        else:
+            yield build_outputs(ds, indices, batch_size is not None), after
 
 
 class StreamReader(Reader):
@@ -203,9 +208,10 @@ class StreamReader(Reader):
         ``pad_last_batch``, ``stick_to_shard``. Works at any time and locks nothing."""
         return self._init().metadata()
 
-    def _epoch(self, batch_size: int | None) -> Iterator:
+    def _epoch(self, batch_size: int | None, skip: Callable[[], bool] | None = None) -> Iterator:
+        """One epoch's outputs; ``skip`` (see core's ``Reader._epoch``) leaves steps unread."""
         stream = self._init()
-        fetch = Prefetcher(_epoch_jobs(self._ds, stream, self._cursor, batch_size), self._depth)
+        fetch = Prefetcher(_epoch_jobs(self._ds, stream, self._cursor, batch_size, skip), self._depth)
         return self._deliver(fetch)
 
     def _deliver(self, fetch: Prefetcher) -> Iterator:

@@ -1,0 +1,53 @@
+"""Where the capture pipeline runs: worker processes by default, threads when the graph
+cannot travel to another process (ours; DALI has only its own executor)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ndd
+
+
+def test_default_worker_processes(monkeypatch):
+    monkeypatch.setenv("NDD_CAPTURE_PROCESSES", "3")
+    assert ndd.capture.default_worker_processes() == 3
+    monkeypatch.setenv("NDD_CAPTURE_PROCESSES", "two")
+    with pytest.raises(ValueError, match="NDD_CAPTURE_PROCESSES.*'two'"):
+        ndd.capture.default_worker_processes()
+    monkeypatch.delenv("NDD_CAPTURE_PROCESSES")
+    if sys.platform == "win32" or not hasattr(os, "sched_getaffinity"):
+        return
+    for cores, expected in ((1, 0), (2, 2), (6, 3), (64, 4)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
+        assert ndd.capture.default_worker_processes() == expected
+
+
+_MAIN_READER = """
+import sys
+import ndd, ndd.types as types
+ndd.capture.set_worker_processes(2)
+
+class MyReader(ndd.readers.Caffe2):
+    pass
+
+reader = MyReader(path=sys.argv[1])
+n = 0
+for jpegs, labels in reader.next_epoch(batch_size=8, capture=True):
+    images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+    n += len(ndd.as_tensor(images))
+print(n, ndd.capture.report().worker)
+"""
+
+
+def test_reader_class_in_main_runs_on_threads(lmdb_path, tmp_path):
+    script = tmp_path / "main_reader.py"
+    script.write_text(_MAIN_READER)
+    r = subprocess.run([sys.executable, str(script), lmdb_path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    n, worker = r.stdout.strip().split(" ", 1)
+    assert n == "40"
+    assert worker.startswith("threads (processes unavailable") and "MyReader is defined in __main__" in worker
