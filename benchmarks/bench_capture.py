@@ -2,8 +2,10 @@
 
 Caffe2 reader → decoders.image (GRAY) → random.uniform → rotate → crop_mirror_normalize
 → labels squeeze/cast → .torch(), batch 64; with and without the tutorial's small
-training step. Prints samples/s (median of the timed epochs) and the capture/eager
-ratio, the cost of the traced step, and the main-thread cost of a replayed op call.
+training step. Prints samples/s (median of the timed epochs) for eager mode, capture
+with the pipeline on threads, and capture with its default worker processes, the ratio of
+the default capture to eager, the cost of the traced step, and the main-thread cost of a
+replayed op call.
 """
 
 from __future__ import annotations
@@ -79,17 +81,22 @@ def main() -> None:
     torch.set_num_threads(a.torch_threads)
     if not (pathlib.Path(a.data) / "data.mdb").exists():
         build(pathlib.Path(a.data))
+    procs = ndd.capture.default_worker_processes()
     print(f"MNIST-like loop, batch {B}, {a.epochs - 1} timed epochs (median), torch threads "
-          f"{torch.get_num_threads()}, ndd threads {ndd.get_num_threads()}")
-    print(f"{'variant':<16}{'eager smp/s':>13}{'capture smp/s':>15}{'ratio':>8}"
+          f"{torch.get_num_threads()}, ndd threads {ndd.get_num_threads()}; capture pipeline on "
+          f"threads, then on {procs} worker process(es) (the default here)")
+    print(f"{'variant':<16}{'eager smp/s':>13}{'capture thr':>13}{'capture proc':>14}{'ratio':>8}"
           f"{'trace step ms':>15}{'eager step ms':>15}{'body µs/call e|c':>19}")
     for train in (False, True):
         e_rates, e_first, e_body = run(a.data, False, train, a.epochs)
+        ndd.capture.set_worker_processes(0)
+        t_rates, _, _ = run(a.data, True, train, a.epochs)
+        ndd.capture.set_worker_processes(None)
         c_rates, c_first, c_body = run(a.data, True, train, a.epochs)
-        e, c = statistics.median(e_rates[1:]), statistics.median(c_rates[1:])
+        e, t, c = (statistics.median(r[1:]) for r in (e_rates, t_rates, c_rates))
         name = "with training" if train else "no training"
-        print(f"{name:<16}{e:>13,.0f}{c:>15,.0f}{c / e:>8.2f}{c_first:>15.1f}{B / e * 1e3:>15.2f}"
-              f"{e_body / 6:>10.1f} | {c_body / 6:<7.1f}")
+        print(f"{name:<16}{e:>13,.0f}{t:>13,.0f}{c:>14,.0f}{c / e:>8.2f}{c_first:>15.1f}"
+              f"{B / e * 1e3:>15.2f}{e_body / 6:>10.1f} | {c_body / 6:<7.1f}")
 
 
 if __name__ == "__main__":

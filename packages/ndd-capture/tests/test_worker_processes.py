@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import ndd
@@ -51,3 +52,30 @@ def test_reader_class_in_main_runs_on_threads(lmdb_path, tmp_path):
     n, worker = r.stdout.strip().split(" ", 1)
     assert n == "40"
     assert worker.startswith("threads (processes unavailable") and "MyReader is defined in __main__" in worker
+
+
+def test_large_steps_stay_on_threads(lmdb_path, monkeypatch):
+    """Steps with large results (big images) run on threads: their kernels release the
+    interpreter lock, and copying the results back from processes would cost more."""
+    from ndd_capture import _loop
+
+    def loop(limit):
+        monkeypatch.setattr(_loop, "PROCESS_MAX_STEP_BYTES", limit)
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        out = []
+        for jpegs, _ in reader.next_epoch(batch_size=8, capture=True):
+            images = ndd.resize(ndd.decoders.image(jpegs, output_type=ndd.types.GRAY), size=[64, 64])
+            out.append(np.array(ndd.as_tensor(images)))
+        return out, ndd.capture.report().worker
+
+    ndd.capture.set_worker_processes(2)
+    try:
+        small, small_worker = loop(1 << 30)
+        large, large_worker = loop(16 * 1024)  # a step here: 8 x 64 x 64 resized + the decoded images
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert small_worker == "2 process(es)"
+    assert large_worker.startswith("threads (a step's results are large")
+    assert len(small) == len(large) == 5
+    for a, b in zip(small, large):
+        np.testing.assert_array_equal(a, b)
