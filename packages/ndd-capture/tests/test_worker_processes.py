@@ -3,9 +3,11 @@ cannot travel to another process (ours; DALI has only its own executor)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -29,6 +31,7 @@ def test_default_worker_processes(monkeypatch):
 
 _MAIN_READER = """
 import sys
+import time
 import ndd, ndd.types as types
 ndd.capture.set_worker_processes(2)
 
@@ -78,4 +81,68 @@ def test_large_steps_stay_on_threads(lmdb_path, monkeypatch):
     assert large_worker.startswith("threads (a step's results are large")
     assert len(small) == len(large) == 5
     for a, b in zip(small, large):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_worker_processes_exit_after_an_exception_and_gc(lmdb_path, monkeypatch):
+    """A loop left by an exception is still referenced by the traceback: its worker
+    processes park (exit) once nobody consumes their results."""
+    from ndd_capture import _processes
+
+    monkeypatch.setattr(_processes, "PARK_AFTER_S", 0.3)
+    ndd.capture.set_worker_processes(2)
+    procs = []
+
+    def failing():
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=8, capture=True)):
+            ndd.decoders.image(jpegs)
+            if i == 2:
+                procs.extend(reader._capture_loop.worker._procs)
+                raise KeyError("boom")
+
+    try:
+        with pytest.raises(KeyError):
+            failing()
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert len(procs) == 2
+    gc.collect()
+    deadline = time.time() + 10
+    while any(p.poll() is None for p in procs) and time.time() < deadline:
+        time.sleep(0.05)
+    assert all(p.poll() is not None for p in procs), "worker processes outlived their reader"
+
+
+def _steps(reader, rng, capture, pause_at=None):
+    out = []
+    for epoch in range(2):
+        for i, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=8, capture=capture)):
+            images = ndd.decoders.image(jpegs, output_type=ndd.types.GRAY)
+            angles = ndd.random.uniform(batch_size=8, range=[-30.0, 30.0], rng=rng)
+            images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
+            out.append((np.array(ndd.as_tensor(labels)).ravel().tolist(), np.array(ndd.as_tensor(images))))
+            if (epoch, i) == pause_at:
+                yield reader._capture_loop.worker._procs[:]
+    yield out
+
+
+def test_idle_worker_processes_park_and_restart_where_the_loop_stands(lmdb_path, monkeypatch):
+    from ndd_capture import _processes
+
+    monkeypatch.setattr(_processes, "PARK_AFTER_S", 0.3)
+    eager = list(_steps(ndd.readers.Caffe2(path=lmdb_path), ndd.random.RNG(4), False))[-1]
+    ndd.capture.set_worker_processes(2)
+    try:
+        run = _steps(ndd.readers.Caffe2(path=lmdb_path), ndd.random.RNG(4), True, pause_at=(0, 2))
+        first = next(run)  # paused inside the loop body, mid-epoch
+        deadline = time.time() + 10
+        while any(p.poll() is None for p in first) and time.time() < deadline:
+            time.sleep(0.05)
+        assert all(p.poll() is not None for p in first), "idle worker processes did not park"
+        captured = next(run)
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert [c[0] for c in captured] == [e[0] for e in eager]
+    for (_, a), (_, b) in zip(captured, eager):
         np.testing.assert_array_equal(a, b)

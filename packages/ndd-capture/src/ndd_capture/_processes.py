@@ -36,6 +36,9 @@ from ndd._storage import BatchData
 from ._pipeline import Failure
 
 _POLL_S = 0.1
+# A worker process waiting this long for the loop to consume its results exits ("parks");
+# the next get() starts the processes again from the loop's position (about half a second).
+PARK_AFTER_S = 5.0
 
 
 def graph_spec(loop: Any) -> dict:
@@ -100,18 +103,22 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
         reader.set_state(ndd.ReaderState.from_dict(spec["qualname"], spec["state"]))
         allowance = 0
         taken = spec["taken"]  # the parent took these steps itself (the traced step)
+        start = spec["start"]  # steps counted from the first pipeline step: after a restart, > 0
         counter = itertools.count(-taken)
 
         def skip() -> bool:  # read only this worker's steps
             k = next(counter)
-            return k < 0 or k % workers != j
+            return k < start or k % workers != j
 
         takes_skip = "skip" in inspect.signature(reader._epoch).parameters
         stream = _continuous(reader, spec["batch_size"], skip if takes_skip else None)
         for k, (extra, outs) in enumerate(stream, start=-taken):
-            if k < 0 or k % workers != j:
+            if k < start or k % workers != j:
                 continue
             while allowance == 0:
+                if not conn.poll(spec["park_s"]):  # nobody consumes: park (the parent restarts us)
+                    conn.send(("parked",))
+                    return
                 msg = conn.recv()
                 if msg is None:
                     return
@@ -257,27 +264,33 @@ class ProcessWorker:
         self._rebuild = rebuild
         self._meta = source_meta
         self._batch_size = spec["batch_size"]
+        self._spec = spec
+        self._processes = processes
+        self._allowance = max(1, -(-depth // processes))
         self._conns: list[Connection] = []
         self._receivers: list[_Receiver] = []
         self._procs: list[subprocess.Popen] = []
         self._next = 0
-        allowance = max(1, -(-depth // processes))
-        payload = pickle.dumps(dict(spec, slots=allowance))
+        self._start()
+
+    def _start(self) -> None:
+        """Start the processes at step ``self._next`` (counted from the first pipeline step)."""
+        payload = pickle.dumps(dict(self._spec, slots=self._allowance, start=self._next, park_s=PARK_AFTER_S))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        for j in range(processes):
+        for j in range(self._processes):
             ours, theirs = socket.socketpair()
             shm = os.memfd_create(f"ndd-capture-{j}") if hasattr(os, "memfd_create") else -1
             fds = [theirs.fileno()] + ([shm] if shm >= 0 else [])
             proc = subprocess.Popen(
-                [sys.executable, "-m", "ndd_capture._worker", str(theirs.fileno()), str(j), str(processes),
-                 str(shm)],
+                [sys.executable, "-m", "ndd_capture._worker", str(theirs.fileno()), str(j),
+                 str(self._processes), str(shm)],
                 pass_fds=fds, env=env, stdin=subprocess.DEVNULL,
             )
             theirs.close()
             conn = Connection(ours.detach())
             self._receivers.append(_Receiver(conn, shm))
             conn.send_bytes(payload)
-            conn.send(allowance)
+            conn.send(self._allowance)
             self._conns.append(conn)
             self._procs.append(proc)
 
@@ -290,6 +303,10 @@ class ProcessWorker:
                     return Failure(RuntimeError(
                         f"capture worker process {j} exited unexpectedly (exit code {proc.returncode})"))
             msg = conn.recv()
+            if msg[0] == "parked":  # the loop was idle: start again where it stands
+                self.close()
+                self._start()
+                return self.get()
             if msg[0] == "ok":
                 extra, vals = self._receivers[j].step(msg)
         except (EOFError, OSError) as e:
@@ -299,7 +316,10 @@ class ProcessWorker:
             err.__cause__ = RuntimeError(f"in capture worker process {j}:\n{msg[2]}")
             return Failure(err)
         src = vals[0]
-        conn.send(1)
+        try:
+            conn.send(1)
+        except OSError:  # it parked meanwhile: its next get() reads why
+            pass
         self._next += 1
         outs = self._rebuild([Batch._wrap(bd, m.dtype, m.layout, CPU, m.ndim, self._batch_size)
                               for bd, m in zip(src, self._meta)])
