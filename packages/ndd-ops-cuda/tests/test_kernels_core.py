@@ -1,5 +1,6 @@
 """GPU kernels of core's operators against the CPU ones: cast, arithmetic and ndd.math,
-subscripts, transpose, the shape ops (host round trip) and the random ops (drawn on
+subscripts, transpose, the shape ops (reshaping ones on the device, the others through
+the host) and the random ops (drawn on
 the host: the same values for the same RNG state).
 
 Tolerances: exact, except float math functions (1e-6 relative) and float division
@@ -113,6 +114,20 @@ def test_shape_ops(shapes):
         assert_equal(*run_both(fn, b)[:2])
     labels = batch([np.array(i % 4, np.int32) for i in range(len(shapes))])
     assert_equal(*run_both(lambda x: ndd.one_hot(x, num_classes=4), labels)[:2])
+
+
+def test_reshaping_ops_make_views_on_the_device():
+    """reshape, squeeze and expand_dims run core's kernel on the device tensors: no copy,
+    no trip through the host."""
+    b = ndd.as_batch(np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4, 1), layout="HWC").gpu()
+    src = b.torch()
+    for fn, shape in ((lambda x: ndd.squeeze(x, axes=[2]), (2, 3, 4)),
+                      (lambda x: ndd.expand_dims(x, axes=[0, 3]), (2, 1, 3, 4, 1, 1)),
+                      (lambda x: ndd.reshape(x, shape=[4, 3]), (2, 4, 3))):
+        out = fn(b)
+        assert out.device == b.device
+        t = out.torch()
+        assert tuple(t.shape) == shape and t.data_ptr() == src.data_ptr()
 
 
 def test_constant_ops_on_the_gpu():

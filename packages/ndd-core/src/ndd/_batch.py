@@ -140,6 +140,10 @@ class Batch:
         dev = Device(device) if not isinstance(device, Device) else device
         if dev == self._device and not force_copy:
             return self
+        if self._device.device_type == "cpu" and dev.device_type == "gpu":
+            from ._builtins import to_device  # an operator call: capture mode replays it
+
+            return to_device(self, dev)
         bd = self._batch_data()
         if bd.dense is not None:
             arr = _convert.move(bd.dense, self._device, dev)

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _dispatch
+from . import _convert, _dispatch
 from ._batch import Batch
+from ._device import Device
 from ._dispatch import KernelArgs, KernelContext
 from ._plugins import Registry
 from ._schema import ANY, DTYPE, Arg, OpSchema, OutMeta
@@ -148,6 +149,30 @@ def subscript(x: Tensor | Batch, index: Any) -> Any:
     return _dispatch.call(SUBSCRIPT, (x, *extra), {"index": template})
 
 
+# -- copies to the GPU ---------------------------------------------------------------
+
+
+def _to_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """Upload a CPU batch to ``ctx.device`` through the GPU backend, on the context's stream."""
+    be = _convert.gpu_backend()
+    bd, dev, ec = inputs[0], ctx.device.device_id, ctx.eval_context
+    if bd.dense is not None:
+        return be.to_device(bd.dense, dev, ec)
+    return [be.to_device(s, dev, ec) for s in bd.samples]
+
+
+TO_DEVICE = OpSchema(
+    "_to_device", infer=lambda inputs, args: [inputs[0]], internal=True, capturable=True,
+    doc="A batch copied to another device: ``Batch.gpu()`` calls it, so capture mode replays the copy.",
+)
+
+
+def to_device(b: Batch, device: Device) -> Batch:
+    """``b`` (on the CPU) copied to GPU ``device``, as an operator call."""
+    _convert.gpu_backend()  # a clear error now when no usable GPU backend is installed
+    return _dispatch.call(TO_DEVICE, (b,), {"device": device})
+
+
 BUILTINS = ((CAST, _cast_cpu), (SUBSCRIPT, _subscript_cpu), *RANDOM_OPS)
 
 
@@ -159,6 +184,8 @@ def register(reg: Registry) -> None:
     for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS:
         reg.add_schema(schema)
         reg.add_kernel(schema.name, "cpu", kernel)
+    reg.add_schema(TO_DEVICE)
+    reg.add_kernel(TO_DEVICE.name, "gpu", _to_gpu)
     from ._schemas_image import IMAGE_SCHEMAS
 
     for s in IMAGE_SCHEMAS:

@@ -153,6 +153,7 @@ class OpSchema:
     provided_by: str | None = None
     doc: str = ""
     internal: bool = False
+    capturable: bool | None = None  # capture mode may replay its calls (default: not internal)
     kernels: dict[str, Callable] = field(default_factory=dict, repr=False)
     kernel_sources: dict[str, str] = field(default_factory=dict, repr=False)
     conflicts: dict[str, str] = field(default_factory=dict, repr=False)
@@ -160,6 +161,8 @@ class OpSchema:
     def __post_init__(self) -> None:
         if self.min_inputs is None:
             self.min_inputs = len(self.inputs)
+        if self.capturable is None:
+            self.capturable = not self.internal
         self.defaults = {k: a.default for k, a in self.args.items()}
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype
+from . import _convert, _dtype
 from ._dispatch import KernelArgs, KernelContext
 from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta
 from ._storage import BatchData
@@ -68,7 +68,9 @@ def _dense(bd: BatchData, args: KernelArgs, names: Sequence[str]) -> np.ndarray 
         return bd.dense
     samples = bd.samples
     if samples and bd.is_uniform():
-        return np.stack(samples)
+        if isinstance(samples[0], np.ndarray):
+            return np.stack(samples)
+        return _convert.gpu_backend().stack(samples)
     return None
 
 
@@ -174,6 +176,8 @@ def _fill_negative(in_shape: tuple, target: list) -> tuple[int, ...]:
 _RESHAPE_ARGS = ("shape", "rel_shape", "src_dims")
 
 
+# reshape, squeeze and expand_dims only call ``.reshape`` on the data (and stack samples
+# of one shape): the GPU plugin registers these same kernels for its tensors.
 def _reshape_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd = inputs[0]
     shp_in = inputs[1] if len(inputs) > 1 else None
@@ -287,8 +291,17 @@ def _expand_dims_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelAr
     bd = inputs[0]
     d = _dense(bd, args, ())
     if d is not None:
-        return np.expand_dims(d, tuple(a + 1 for a in axes))
-    return [np.expand_dims(s, axes) for s in bd.samples]
+        return _with_new_axes(d, tuple(a + 1 for a in axes))
+    return [_with_new_axes(s, axes) for s in bd.samples]
+
+
+def _with_new_axes(x: Any, axes: tuple[int, ...]) -> Any:
+    """``x`` with extent-1 dimensions at output positions ``axes``: a reshape, so that the
+    same kernel serves NumPy arrays and the GPU plugin's tensors."""
+    shape = list(x.shape)
+    for a in sorted(axes):
+        shape.insert(a, 1)
+    return x.reshape(tuple(shape))
 
 
 EXPAND_DIMS = OpSchema(

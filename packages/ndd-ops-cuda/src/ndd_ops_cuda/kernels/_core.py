@@ -55,6 +55,22 @@ def via_host(op: str, host_inputs: tuple[int, ...] | None = None) -> Callable:
     return kernel
 
 
+def on_device(op: str, host_inputs: tuple[int, ...] = ()) -> Callable:
+    """Core's CPU kernel of ``op`` run on the device tensors themselves: for operators whose
+    kernel only reshapes (a view, no copy); inputs in ``host_inputs`` (shapes given as a
+    batch) are read on the host."""
+    cpu: list = []
+
+    def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+        if not cpu:
+            cpu.append(ndd.plugins.schemas()[op].kernels["cpu"])
+        ins = [host_batch(bd) if i in host_inputs and bd is not None else bd for i, bd in enumerate(inputs)]
+        return cpu[0](ctx, ins, args)
+
+    kernel.__name__ = kernel.__qualname__ = f"{op}_gpu"
+    return kernel
+
+
 # -- cast ----------------------------------------------------------------------------------
 
 
@@ -253,9 +269,13 @@ def transpose_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
     return [s.permute(perm).contiguous() for s in bd.samples]
 
 
-# Core operators without a torch kernel yet: core's CPU kernel on host copies.
+# Core operators without a torch kernel yet: core's CPU kernel on host copies (or, for
+# the reshaping ones, on the device tensors).
 HOST_KERNELS: dict[str, Callable] = {
-    **{op: via_host(op) for op in ("reshape", "squeeze", "expand_dims", "cat", "stack", "full", "full_like",
+    "reshape": on_device("reshape", host_inputs=(1,)),
+    "squeeze": on_device("squeeze"),
+    "expand_dims": on_device("expand_dims"),
+    **{op: via_host(op) for op in ("cat", "stack", "full", "full_like",
                                    "ones", "ones_like", "zeros", "zeros_like", "pad", "one_hot", "slice")},
     "random.uniform": via_host("random.uniform", ()),
     "random.normal": via_host("random.normal", ()),

@@ -1,0 +1,73 @@
+"""The capture-mode tutorial's GPU loop (decode on the GPU, ``labels.gpu()``) in capture
+mode: every call is captured, the ``.gpu()`` copy included, and the results equal eager
+mode. Runs on the CPU emulation of the GPU here, on CUDA where there is one."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+import ndd
+import ndd.types as types
+
+pytest.importorskip("ndd_capture", reason="needs the ndd-capture package")
+writers = pytest.importorskip("ndd_readers.writers", reason="needs the ndd-readers package")
+
+B = 8
+
+
+@pytest.fixture(scope="module")
+def lmdb_path(tmp_path_factory) -> str:
+    rng = np.random.default_rng(0)
+    records = []
+    for i in range(40):
+        img = np.zeros((28, 28), np.uint8)
+        cv2.putText(img, str(i % 10), (6, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.8, 255, 2)
+        img = np.clip(img.astype(np.int16) + rng.integers(-20, 20, img.shape), 0, 255).astype(np.uint8)
+        records.append((cv2.imencode(".jpg", img)[1].tobytes(), i % 10))
+    path = tmp_path_factory.mktemp("digits_gpu")
+    writers.write_caffe2_lmdb(str(path), records)
+    return str(path)
+
+
+def preprocess(jpegs, labels, rng):
+    """The tutorial's body, verbatim apart from the batch size."""
+    images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+    angles = ndd.random.uniform(batch_size=B, range=[-7.5, 7.5], rng=rng)
+    images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
+    images = ndd.crop_mirror_normalize(images, dtype=ndd.float32, output_layout="CHW",
+                                       mean=[0.1307 * 255], std=[0.3081 * 255])
+    labels = labels.gpu()
+    labels = ndd.squeeze(labels, axes=0)
+    labels = ndd.cast(labels, dtype=ndd.int64)
+    return images.torch(), labels.torch()
+
+
+def run(path, capture):
+    reader = ndd.readers.Caffe2(path=path, random_shuffle=True, seed=1)
+    rng = ndd.random.RNG(5)
+    out = []
+    for _ in range(2):
+        for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+            images, targets = preprocess(jpegs, labels, rng)
+            assert images.device == targets.device and images.device.type in ("cuda", "cpu")
+            out.append((images.cpu().numpy().copy(), targets.cpu().numpy().copy()))
+    return out, str(rng.get_state())
+
+
+def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path):
+    eager = run(lmdb_path, False)
+    captured = run(lmdb_path, True)
+    report = ndd.capture.report()
+    assert eager[1] == captured[1]
+    assert len(eager[0]) == len(captured[0]) == 10
+    for (ia, la), (ib, lb) in zip(eager[0], captured[0]):
+        np.testing.assert_array_equal(ia, ib)
+        np.testing.assert_array_equal(la, lb)
+    ops = [s.op for s in report.sites]
+    assert ops == ["decoders.image", "random.uniform", "rotate", "crop_mirror_normalize", "_to_device",
+                   "squeeze", "cast"]
+    assert all(s.captured for s in report.sites), str(report)
+    assert all(s.eager == 1 and s.replayed == 9 for s in report.sites), str(report)
+    assert report.worker.startswith("threads") and "GPU" in report.worker
