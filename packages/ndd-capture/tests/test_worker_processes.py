@@ -67,7 +67,8 @@ def test_large_steps_stay_on_threads(lmdb_path, monkeypatch):
         reader = ndd.readers.Caffe2(path=lmdb_path)
         out = []
         for jpegs, _ in reader.next_epoch(batch_size=8, capture=True):
-            images = ndd.resize(ndd.decoders.image(jpegs, output_type=ndd.types.GRAY), size=[64, 64])
+            images = ndd.decoders.image(jpegs, output_type=ndd.types.GRAY)
+            images = ndd.resize(images, size=[64, 64])  # one call a line: Python 3.10 too
             out.append(np.array(ndd.as_tensor(images)))
         return out, ndd.capture.report().worker
 
