@@ -24,7 +24,13 @@ def test_default_worker_processes(monkeypatch):
     monkeypatch.delenv("NDD_CAPTURE_PROCESSES")
     if sys.platform == "win32" or not hasattr(os, "sched_getaffinity"):
         return
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
     for cores, expected in ((1, 0), (2, 2), (6, 3), (64, 4)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
+        assert ndd.capture.default_worker_processes() == expected
+    # torchrun: the node's cores are shared among its ranks
+    for ranks, cores, expected in (("2", 2, 0), ("2", 8, 2), ("8", 64, 4)):
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", ranks)
         monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
         assert ndd.capture.default_worker_processes() == expected
 

@@ -48,7 +48,8 @@ def default_worker_processes() -> int:
     """How many worker processes a capture pipeline uses unless told (ours).
 
     ``NDD_CAPTURE_PROCESSES`` when set; otherwise half the CPU cores this process may run
-    on, at least 2 and at most 4; 0 (threads) on one core and on Windows.
+    on (shared among the ranks of this node under ``torchrun``: ``LOCAL_WORLD_SIZE``), at
+    least 2 and at most 4; 0 (threads) with fewer than 2 cores and on Windows.
     """
     env = os.environ.get("NDD_CAPTURE_PROCESSES", "").strip()
     if env:
@@ -62,6 +63,10 @@ def default_worker_processes() -> int:
     if sys.platform == "win32":
         return 0
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        cores //= max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        pass
     return 0 if cores < 2 else min(max(cores // 2, 2), 4)
 
 
