@@ -119,10 +119,10 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
                 if not conn.poll(spec["park_s"]):  # nobody consumes: park (the parent restarts us)
                     conn.send(("parked",))
                     return
-                msg = conn.recv()
-                if msg is None:
+                credit = conn.recv_bytes()  # b"+" per step it may compute; empty: stop
+                if not credit:
                     return
-                allowance += msg
+                allowance += len(credit)
             allowance -= 1
             flat, _ = _flatten(outs)
             src = [b._batch_data() for b in flat]
@@ -168,7 +168,8 @@ def _unpack(head: tuple, read: Any) -> BatchData:
         return BatchData(dense=flat.reshape(head[2]))
     out, at = [], 0
     for sh, n in zip(shapes, sizes):
-        out.append(flat[at:at + n].reshape(sh))
+        x = flat[at:at + n]
+        out.append(x if len(sh) == 1 else x.reshape(sh))
         at += n
     return BatchData(samples=out)
 
@@ -182,8 +183,8 @@ class _Shared:
         self.slot_bytes = 0
         self.mem: mmap.mmap | None = None
 
-    def write(self, k: int, bufs: list[np.ndarray]) -> tuple[int, int] | None:
-        """Copy ``bufs`` into the slot of own step ``k``: (offset, file size), or None."""
+    def write(self, k: int, bufs: list[np.ndarray]) -> tuple[int, int, int] | None:
+        """Copy ``bufs`` into the slot of own step ``k``: (offset, file size, bytes), or None."""
         total = sum(b.size for b in bufs)
         if self.mem is None:
             self.slot_bytes = max(1 << 16, 2 * total + 4095 & ~4095)
@@ -195,7 +196,7 @@ class _Shared:
         for b in bufs:
             self.mem[at:at + b.size] = b
             at += b.size
-        return base, self.slots * self.slot_bytes
+        return base, self.slots * self.slot_bytes, total
 
 
 def send_step(conn: Connection, shared: _Shared | None, k: int, extra: Any,
@@ -230,16 +231,16 @@ class _Receiver:
                     self.conn.recv_bytes_into(buf)
                 return buf
         else:
-            at, size = where
+            base, size, total = where
             if self.mem is None or len(self.mem) < size:
                 self.mem = mmap.mmap(self.fd, size)
-            mem = self.mem
+            step = np.frombuffer(self.mem, np.uint8, total, base).copy()  # one copy for the step
+            at = 0
 
             def read(n: int) -> np.ndarray:
                 nonlocal at
-                buf = np.frombuffer(mem, np.uint8, n, at).copy()
                 at += n
-                return buf
+                return step[at - n:at]
         return extra, {nid: [_unpack(h, read) for h in hs] for nid, hs in heads}
 
     def close(self) -> None:
@@ -290,7 +291,7 @@ class ProcessWorker:
             conn = Connection(ours.detach())
             self._receivers.append(_Receiver(conn, shm))
             conn.send_bytes(payload)
-            conn.send(self._allowance)
+            conn.send_bytes(b"+" * self._allowance)
             self._conns.append(conn)
             self._procs.append(proc)
 
@@ -317,7 +318,7 @@ class ProcessWorker:
             return Failure(err)
         src = vals[0]
         try:
-            conn.send(1)
+            conn.send_bytes(b"+")
         except OSError:  # it parked meanwhile: its next get() reads why
             pass
         self._next += 1
@@ -328,7 +329,7 @@ class ProcessWorker:
     def close(self) -> None:
         for conn in self._conns:
             try:
-                conn.send(None)
+                conn.send_bytes(b"")
                 conn.close()
             except OSError:
                 pass
