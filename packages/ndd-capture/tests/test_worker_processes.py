@@ -153,3 +153,22 @@ def test_idle_worker_processes_park_and_restart_where_the_loop_stands(lmdb_path,
     assert [c[0] for c in captured] == [e[0] for e in eager]
     for (_, a), (_, b) in zip(captured, eager):
         np.testing.assert_array_equal(a, b)
+
+
+def test_relative_paths_mean_what_they_meant_when_the_reader_was_made(lmdb_path, tmp_path, monkeypatch):
+    """A reader made with a relative path, then the working directory changes: the worker
+    processes open the same dataset."""
+    parent, name = os.path.split(lmdb_path)
+    monkeypatch.chdir(parent)
+    reader = ndd.readers.Caffe2(path=name)
+    monkeypatch.chdir(tmp_path)
+    ndd.capture.set_worker_processes(2)
+    try:
+        labels = []
+        for _, lab in reader.next_epoch(batch_size=8, capture=True):
+            labels.extend(np.array(ndd.as_tensor(ndd.cast(lab, dtype=ndd.int64))).ravel().tolist())
+        worker = ndd.capture.report().worker
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert worker == "2 process(es)"
+    assert labels == [i % 10 for i in range(40)]

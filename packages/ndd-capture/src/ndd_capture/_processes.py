@@ -56,7 +56,7 @@ def graph_spec(loop: Any) -> dict:
     nodes = [(n.id, n.plan, n.inputs, n.kwargs, id(n.rng) if n.rng is not None else None, n.offset)
              for n in loop.nodes]
     rngs = {key: (str(tr.clone.get_state()), tr.period) for key, tr in loop.rng_tracks.items()}
-    spec = {"module": cls.__module__, "qualname": cls.__qualname__, "ctor": reader._ctor_args,
+    spec = {"module": cls.__module__, "qualname": cls.__qualname__, "ctor": reader._ctor_args, "cwd": reader._ctor_cwd,
             "state": state, "taken": taken, "batch_size": loop.batch_size, "nodes": nodes, "rngs": rngs}
     pickle.dumps(spec)  # fail here, in the parent, when something cannot travel
     return spec
@@ -99,6 +99,7 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
         for part in spec["qualname"].split("."):
             cls = getattr(cls, part)
         args, kwargs = spec["ctor"]
+        os.chdir(spec["cwd"])  # relative paths mean what they meant when the reader was made
         reader = cls(*args, **kwargs)
         reader.set_state(ndd.ReaderState.from_dict(spec["qualname"], spec["state"]))
         allowance = 0

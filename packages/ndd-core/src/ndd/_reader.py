@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -95,8 +96,10 @@ class Reader:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Reader:
         self = super().__new__(cls)
-        # The constructor call, so a worker process can build an identical reader (ours).
+        # The constructor call and the directory relative paths in it refer to, so that a
+        # worker process can build an identical reader (ours).
         self._ctor_args = (args, kwargs)
+        self._ctor_cwd = os.getcwd()
         return self
 
     def __init__(
