@@ -63,6 +63,7 @@ def test_reader_class_in_main_runs_on_threads(lmdb_path, tmp_path):
     assert worker.startswith("threads (processes unavailable") and "MyReader is defined in __main__" in worker
 
 
+@pytest.mark.usefixtures("eval_mode")  # capture is independent of EvalMode
 def test_large_steps_stay_on_threads(lmdb_path, monkeypatch):
     """Steps with large results (big images) run on threads: their kernels release the
     interpreter lock, and copying the results back from processes would cost more."""
@@ -91,6 +92,7 @@ def test_large_steps_stay_on_threads(lmdb_path, monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.usefixtures("eval_mode")  # capture is independent of EvalMode
 def test_worker_processes_exit_after_an_exception_and_gc(lmdb_path, monkeypatch):
     """A loop left by an exception is still referenced by the traceback: its worker
     processes park (exit) once nobody consumes their results."""
@@ -134,6 +136,7 @@ def _steps(reader, rng, capture, pause_at=None):
     yield out
 
 
+@pytest.mark.usefixtures("eval_mode")  # capture is independent of EvalMode
 def test_idle_worker_processes_park_and_restart_where_the_loop_stands(lmdb_path, monkeypatch):
     from ndd_capture import _processes
 
@@ -155,6 +158,7 @@ def test_idle_worker_processes_park_and_restart_where_the_loop_stands(lmdb_path,
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.usefixtures("eval_mode")  # capture is independent of EvalMode
 def test_relative_paths_mean_what_they_meant_when_the_reader_was_made(lmdb_path, tmp_path, monkeypatch):
     """A reader made with a relative path, then the working directory changes: the worker
     processes open the same dataset."""
