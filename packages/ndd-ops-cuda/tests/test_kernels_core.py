@@ -1,7 +1,7 @@
 """GPU kernels of core's operators against the CPU ones: cast, arithmetic and ndd.math,
-subscripts, transpose, the shape ops (reshaping ones on the device, the others through
-the host) and the random ops (drawn on
-the host: the same values for the same RNG state).
+subscripts, transpose, the shape ops (pad, slice and one_hot through the host, the others
+on the device) and the random ops (drawn on the host: the same values for the same RNG
+state).
 
 Tolerances: exact, except float math functions (1e-6 relative) and float division
 (1 ulp-level, 1e-6 relative).
@@ -128,6 +128,31 @@ def test_reshaping_ops_make_views_on_the_device():
         assert out.device == b.device
         t = out.torch()
         assert tuple(t.shape) == shape and t.data_ptr() == src.data_ptr()
+
+
+def test_reshaping_joining_and_filling_ops_stay_on_the_device(monkeypatch):
+    """These operators run core's kernel on the device tensors: nothing is copied to the
+    host (pad, which still goes through the host, shows that the check bites)."""
+    from ndd_ops_cuda.kernels import _common
+
+    def no_host(x):
+        raise AssertionError("copied to the host")
+
+    monkeypatch.setattr(_common, "to_host", no_host)
+    b = ndd.as_batch(np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4, 1), layout="HWC").gpu()
+    ragged = batch([np.ones((2, 3), np.int32), np.ones((4, 1), np.int32)]).gpu()
+    fill = ndd.as_batch(np.array([1.5, -2.0], np.float32)).gpu()
+    for fn in (lambda: ndd.squeeze(b, axes=[2]), lambda: ndd.expand_dims(b, axes=[0]),
+               lambda: ndd.reshape(b, shape=[12]), lambda: ndd.cat(b, b, axis=1),
+               lambda: ndd.stack(b, b, axis=0), lambda: ndd.cat(ragged, ragged, axis=0),
+               lambda: ndd.zeros_like(b), lambda: ndd.ones_like(ragged), lambda: ndd.full_like(b, fill),
+               lambda: ndd.full(fill, shape=[2, 2]),
+               lambda: ndd.zeros(shape=(3,), batch_size=2, device="gpu"),
+               lambda: ndd.ones(shape=(1, 2), batch_size=2, device="gpu")):
+        out = fn().evaluate()
+        assert out.device == ndd.Device("gpu:0")
+    with ndd.EvalMode.sync_cpu, pytest.raises(AssertionError, match="copied to the host"):
+        ndd.pad(b, fill_value=0)
 
 
 def test_constant_ops_on_the_gpu():

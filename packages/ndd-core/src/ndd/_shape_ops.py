@@ -407,11 +407,14 @@ def _join_cpu(fn: Callable, op: str) -> Callable:
         metas = [OutMeta(ctx.output_meta[0].dtype, ctx.output_meta[0].ndim - (op == "stack"), lay)
                  for lay in ctx.input_layouts]
         axis = _join_axis(op, metas, args, ctx.output_meta[0].ndim)
+        first = inputs[0].dense if inputs[0].dense is not None else next(iter(inputs[0].samples), None)
+        join = fn if first is None or _on_host(first) else getattr(
+            _convert.gpu_backend(), "concatenate" if op == "cat" else "stack")
         try:
             if all(bd.dense is not None for bd in inputs):
-                return fn([bd.dense for bd in inputs], axis=axis + 1)
-            return [fn([bd.sample(i) for bd in inputs], axis=axis) for i in range(ctx.batch_size)]
-        except ValueError as e:
+                return join([bd.dense for bd in inputs], axis=axis + 1)
+            return [join([bd.sample(i) for bd in inputs], axis=axis) for i in range(ctx.batch_size)]
+        except (ValueError, RuntimeError) as e:  # RuntimeError: torch's word for it (GPU data)
             raise ValueError(f"Operator `{op}`: the inputs' shapes do not fit along axis {axis} ({e})") from None
 
     return kernel
@@ -480,13 +483,39 @@ def _shape_of(op: str, v: Any) -> tuple[int, ...]:
     return shape
 
 
+def _on_host(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, np.generic))
+
+
+def _filler(ctx: KernelContext) -> Callable:
+    """``full(shape, value, numpy_dtype)`` on the kernel's device (NumPy, or the GPU backend)."""
+    if ctx.device.device_type == "cpu":
+        return np.full
+    be, dev = _convert.gpu_backend(), ctx.device.device_id
+    return lambda shape, value, npd: be.full(shape, value, npd, dev, ctx.eval_context)
+
+
+def _broadcast(x: Any, shape: tuple) -> Any:
+    """``x`` broadcast to ``shape`` as new memory (ValueError when it does not fit)."""
+    if _on_host(x):
+        return np.array(np.broadcast_to(x, shape))
+    try:
+        return _convert.gpu_backend().broadcast(x, shape)
+    except RuntimeError as e:
+        raise ValueError(str(e)) from None
+
+
+# zeros/ones/full and *_like, cat and stack run on NumPy arrays and, through the GPU
+# backend's full/broadcast/concatenate/stack, on the GPU plugin's tensors (it registers
+# these same kernels for the GPU).
 def _fill_cpu(value: Any) -> Callable:
     def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
         npd = ctx.output_meta[0].dtype.numpy_dtype
+        full = _filler(ctx)
         if not args.is_per_sample("shape"):
             shape = _shape_of(ctx.op, args["shape"])
-            return np.full((ctx.batch_size,) + shape, value, npd)
-        return _checked(ctx, [np.full(_shape_of(ctx.op, s), value, npd) for s in args.per_sample("shape")])
+            return full((ctx.batch_size,) + shape, value, npd)
+        return _checked(ctx, [full(_shape_of(ctx.op, s), value, npd) for s in args.per_sample("shape")])
 
     return kernel
 
@@ -498,7 +527,7 @@ def _full_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
         f = fill.sample(i)
         shape = _shape_of("full", args.sample("shape", i)) if args["shape"] is not None else f.shape
         try:
-            out.append(np.array(np.broadcast_to(f, shape)))
+            out.append(_broadcast(f, shape))
         except ValueError:
             raise _arg_error("full", "shape", f"{list(shape)} is incompatible with a fill_value "
                              f"of shape {f.shape}") from None
@@ -509,9 +538,10 @@ def _like_cpu(value: Any) -> Callable:
     def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
         npd = ctx.output_meta[0].dtype.numpy_dtype
         bd = inputs[0]
+        full = _filler(ctx)
         if bd.dense is not None:
-            return np.full(bd.dense.shape, value, npd)
-        return [np.full(s.shape, value, npd) for s in bd.samples]
+            return full(tuple(bd.dense.shape), value, npd)
+        return [full(tuple(s.shape), value, npd) for s in bd.samples]
 
     return kernel
 
@@ -522,8 +552,8 @@ def _full_like_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs
         if like.dense is not None and fill.dense is not None:
             f = fill.dense.reshape(fill.dense.shape[:1] + (1,) * (like.dense.ndim - fill.dense.ndim)
                                    + fill.dense.shape[1:])
-            return np.array(np.broadcast_to(f, like.dense.shape))
-        return [np.array(np.broadcast_to(fill.sample(i), s.shape)) for i, s in enumerate(like.samples)]
+            return _broadcast(f, tuple(like.dense.shape))
+        return [_broadcast(fill.sample(i), tuple(s.shape)) for i, s in enumerate(like.samples)]
     except ValueError:
         raise ValueError("Operator `full_like`: fill_value cannot be broadcast to the shape of data_like") from None
 

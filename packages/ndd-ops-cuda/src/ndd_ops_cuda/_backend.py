@@ -251,11 +251,25 @@ class CudaBackend:
         with self._on(arr):
             return arr.clone()
 
-    def stack(self, arrays: list) -> Any:
+    def stack(self, arrays: list, axis: int = 0) -> Any:
         import torch
 
         with self._on(arrays[0]):
-            return torch.stack(arrays)
+            return torch.stack(arrays, dim=axis)
+
+    def concatenate(self, arrays: list, axis: int = 0) -> Any:
+        import torch
+
+        with self._on(arrays[0]):
+            return torch.cat(arrays, dim=axis)
+
+    def full(self, shape: tuple, value: Any, npd: Any, device_id: int, ctx: EvalContext | None = None) -> Any:
+        """``shape`` filled with ``value`` (NumPy dtype ``npd``) on GPU ``device_id``."""
+        import torch
+
+        dev = "cpu" if _emulated() else f"cuda:{device_id}"
+        with self.stream_for(ctx, None if _emulated() else device_id):
+            return torch.full(tuple(shape), value, dtype=self.torch_dtype(npd), device=dev)
 
     def zeros(self, shape: tuple, npd: Any, like: Any) -> Any:
         """Zeros of ``shape`` and NumPy dtype ``npd`` on the device of ``like``."""

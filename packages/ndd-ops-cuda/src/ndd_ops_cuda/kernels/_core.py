@@ -269,14 +269,13 @@ def transpose_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
     return [s.permute(perm).contiguous() for s in bd.samples]
 
 
-# Core operators without a torch kernel yet: core's CPU kernel on host copies (or, for
-# the reshaping ones, on the device tensors).
+# Core operators whose kernels also take the backend's tensors (reshaping, joining, filling)
+# run them on the device; the rest run core's CPU kernel on host copies.
 HOST_KERNELS: dict[str, Callable] = {
     "reshape": on_device("reshape", host_inputs=(1,)),
-    "squeeze": on_device("squeeze"),
-    "expand_dims": on_device("expand_dims"),
-    **{op: via_host(op) for op in ("cat", "stack", "full", "full_like",
-                                   "ones", "ones_like", "zeros", "zeros_like", "pad", "one_hot", "slice")},
+    **{op: on_device(op) for op in ("squeeze", "expand_dims", "cat", "stack", "full", "full_like", "ones",
+                                    "ones_like", "zeros", "zeros_like")},
+    **{op: via_host(op) for op in ("pad", "one_hot", "slice")},
     "random.uniform": via_host("random.uniform", ()),
     "random.normal": via_host("random.normal", ()),
     "random.coin_flip": via_host("random.coin_flip", ()),
