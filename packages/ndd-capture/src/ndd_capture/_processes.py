@@ -3,12 +3,15 @@
 A thread pipeline shares the interpreter lock with the Python loop, so on small images
 (where most of a step is Python) it cannot run much faster than eager mode. Here each
 worker process builds its own copy of the reader from the reader's constructor call
-and state, reads the same stream, and computes every ``K``-th step (worker ``j`` takes
-steps ``k`` with ``k % K == j``) with the same prepared plans and RNG placement as the
-thread pipeline, so the results are identical. The parent hands out allowance to bound
-how far each process runs ahead, takes the results strictly in step order, and turns
-them back into batches. Used only when the whole graph can be sent to another process
-(reader loops without feeders, picklable constants); otherwise threads are used.
+(in the directory it was made in) and the state the loop's stream started from, reads
+only its own steps of that stream (worker ``j`` of ``K`` takes the steps ``k`` with
+``k % K == j``, skipping the others unread), and computes them with the same prepared
+plans and RNG placement as the thread pipeline, so the results are identical. The parent
+hands out credit (one byte per step) to bound how far each process runs ahead, takes the
+results strictly in step order through shared memory, and turns them back into batches.
+Idle workers park and are restarted where the loop stands. Used only when the whole graph
+can be sent to another process (reader loops without feeders, CPU operators, picklable
+constants, an importable reader class); otherwise threads are used.
 """
 
 from __future__ import annotations
