@@ -170,7 +170,8 @@ def test_relative_paths_mean_what_they_meant_when_the_reader_was_made(lmdb_path,
     try:
         labels = []
         for _, lab in reader.next_epoch(batch_size=8, capture=True):
-            labels.extend(np.array(ndd.as_tensor(ndd.cast(lab, dtype=ndd.int64))).ravel().tolist())
+            lab = ndd.cast(lab, dtype=ndd.int64)  # alone on its line: Python 3.10 too
+            labels.extend(np.array(ndd.as_tensor(lab)).ravel().tolist())
         worker = ndd.capture.report().worker
     finally:
         ndd.capture.set_worker_processes(None)
