@@ -41,7 +41,9 @@ from ._pipeline import Failure
 _POLL_S = 0.1
 # A worker process waiting this long for the loop to consume its results exits ("parks");
 # the next get() starts the processes again from the loop's position (about half a second).
-PARK_AFTER_S = 5.0
+# Long enough that a validation pass between epochs does not cost a restart; idle workers
+# use no CPU, only memory.
+PARK_AFTER_S = 60.0
 
 
 def graph_spec(loop: Any) -> dict:
