@@ -76,7 +76,10 @@ def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int) -> t
     reader = ndd.readers.Caffe2(path=str(data), random_shuffle=False)
     rng = ndd.random.RNG(0)
     rates, loss = [], None
-    for _ in range(epochs):
+    for epoch in range(epochs):
+        prof = mnist_loop_profiler if epoch == epochs - 1 else None
+        if prof is not None:
+            prof.enable()
         n, t0 = 0, time.perf_counter()
         for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
             images, targets = _preprocess(jpegs, labels, rng, device)
@@ -88,6 +91,8 @@ def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int) -> t
             n += targets.numel()
         _sync()
         rates.append(n / (time.perf_counter() - t0))
+        if prof is not None:
+            prof.disable()
     return statistics.median(rates[1:] or rates), float(loss.item())
 
 
@@ -102,7 +107,7 @@ def smooth_jpegs(n: int, side: int = 256) -> list[np.ndarray]:
     for _ in range(n):
         img = base.copy()
         for _ in range(5):
-            cy, cx, rad = r.uniform(0, side, 2).tolist() + [r.uniform(8, side / 3)]
+            cy, cx, rad = r.uniform(0, side, 2).tolist() + [r.uniform(min(8, side / 6), side / 3)]
             img += r.uniform(-90, 90, 3) * np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / rad**2)[..., None]
         img += r.normal(0, 4, img.shape)  # some texture, as in photographs
         ok, buf = cv2.imencode(".jpg", np.clip(img, 0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 90])
@@ -162,11 +167,61 @@ def decode_rows(batches: int, batch: int, seconds: float) -> list[tuple[str, str
     return rows
 
 
+def threshold_rows(batch: int, seconds: float) -> list[tuple[str, str, str]]:
+    """Where nvJPEG starts to beat the CPU: decode rates per image side, every sample forced
+    to one path (the data behind ``HYBRID_MIN_PIXELS``)."""
+    from ndd_ops_cuda import _decode
+
+    rows = []
+    keep = _decode.HYBRID_MIN_PIXELS
+    try:
+        for side in (16, 32, 48, 64, 96, 128):
+            data = ndd.as_batch(smooth_jpegs(batch, side))
+            rate = {}
+            for name, limit, device in (("cpu", keep, "cpu"), ("nvjpeg", 0, "gpu")):
+                _decode.HYBRID_MIN_PIXELS = limit
+                rate[name] = _rate(lambda d=device: ndd.decoders.image(data, device=d).torch(),
+                                   batch, seconds)
+            rows.append((f"  decode {side}x{side} JPEG, batch {batch}: CPU / nvJPEG",
+                         f"{rate['cpu']:,.0f} / {rate['nvjpeg']:,.0f}",
+                         f"nvJPEG {rate['nvjpeg'] / rate['cpu']:.2f}x the CPU"))
+    finally:
+        _decode.HYBRID_MIN_PIXELS = keep
+    return rows
+
+
+def profile_loops(data: pathlib.Path, out: pathlib.Path) -> None:
+    """cProfile of the main thread, one epoch after a warm-up, GPU preprocessing eager and
+    captured: where the loop's own thread spends its time (written to ``out``)."""
+    import cProfile
+    import pstats
+
+    global mnist_loop_profiler
+    for capture in (False, True):
+        prof = cProfile.Profile()
+        mnist_loop_profiler = prof
+        try:
+            mnist_loop(data, "gpu", capture, 2)
+        finally:
+            mnist_loop_profiler = None
+        path = out / f"profile-gpu-{'capture' if capture else 'eager'}.txt"
+        with open(path, "w") as f:
+            st = pstats.Stats(prof, stream=f)
+            st.sort_stats("tottime").print_stats(45)
+            st.sort_stats("cumulative").print_stats(45)
+        print(f"  profile written: {path}", flush=True)
+
+
+mnist_loop_profiler = None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small dataset, few epochs, short timings")
     p.add_argument("--epochs", type=int, default=None, help="epochs per MNIST run (first is warm-up)")
     p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--profile", type=pathlib.Path, default=None,
+                   help="write cProfile tables of the GPU loop's main thread into this folder")
     a = p.parse_args(argv)
     torch.set_num_threads(a.torch_threads)
     epochs = a.epochs or (2 if a.quick else 4)
@@ -193,6 +248,14 @@ def main(argv: list[str] | None = None) -> int:
         rows += decode_rows(2 if a.quick else 8, B, 0.5 if a.quick else 3.0)
     except Exception as e:  # noqa: BLE001
         rows.append(("decode 256x256 JPEG", "FAILED", f"{type(e).__name__}: {e}"[:160]))
+    if torch.cuda.is_available() or a.quick:
+        try:
+            rows += threshold_rows(B, 0.3 if a.quick else 1.0)
+        except Exception as e:  # noqa: BLE001
+            rows.append(("decode threshold sweep", "FAILED", f"{type(e).__name__}: {e}"[:160]))
+    if a.profile is not None:
+        a.profile.mkdir(parents=True, exist_ok=True)
+        profile_loops(data, a.profile)
     w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
     print()
     print(f"{'what':<{w0}}  {'result':>{w1}}  comparison")
