@@ -180,7 +180,7 @@ def threshold_rows(batch: int, seconds: float) -> list[tuple[str, str, str]]:
             rate = {}
             for name, limit, device in (("cpu", keep, "cpu"), ("nvjpeg", 0, "gpu")):
                 _decode.HYBRID_MIN_PIXELS = limit
-                rate[name] = _rate(lambda d=device: ndd.decoders.image(data, device=d).torch(),
+                rate[name] = _rate(lambda b=data, d=device: ndd.decoders.image(b, device=d).torch(),
                                    batch, seconds)
             rows.append((f"  decode {side}x{side} JPEG, batch {batch}: CPU / nvJPEG",
                          f"{rate['cpu']:,.0f} / {rate['nvjpeg']:,.0f}",
