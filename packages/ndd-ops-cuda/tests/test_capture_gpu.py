@@ -1,6 +1,6 @@
 """The capture-mode tutorial's GPU loop (decode on the GPU, ``labels.gpu()``) in capture
 mode: every call is captured, the ``.gpu()`` copy included, and the results equal eager
-mode. Runs on the CPU emulation of the GPU here, on CUDA where there is one."""
+mode, on threads and with the host part in worker processes. Runs on the CPU emulation of the GPU here, on CUDA where there is one."""
 
 from __future__ import annotations
 
@@ -56,9 +56,15 @@ def run(path, capture):
     return out, str(rng.get_state())
 
 
-def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path):
+@pytest.mark.parametrize("processes", [0, 2])
+def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
+    """On threads, and split: the reader and the angles in 2 processes, the GPU part here."""
     eager = run(lmdb_path, False)
-    captured = run(lmdb_path, True)
+    ndd.capture.set_worker_processes(processes)
+    try:
+        captured = run(lmdb_path, True)
+    finally:
+        ndd.capture.set_worker_processes(None)
     report = ndd.capture.report()
     assert eager[1] == captured[1]
     assert len(eager[0]) == len(captured[0]) == 10
@@ -70,4 +76,7 @@ def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path):
                    "squeeze", "cast"]
     assert all(s.captured for s in report.sites), str(report)
     assert all(s.eager == 1 and s.replayed == 9 for s in report.sites), str(report)
-    assert report.worker.startswith("threads") and "GPU" in report.worker
+    if processes:
+        assert report.worker == "2 process(es) for the reader and 1 host operator(s), a thread for the 6 on the GPU"
+    else:
+        assert report.worker == "threads"

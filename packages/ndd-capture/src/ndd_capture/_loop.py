@@ -39,7 +39,7 @@ from ndd.random._rng import LIVE_RNGS, RNG, get_default_rng
 
 from ._invariant import is_invariant, unwrap_invariants
 from ._pipeline import END, Failure, Worker
-from ._processes import ProcessWorker, graph_spec
+from ._processes import ProcessWorker, SplitWorker, graph_spec
 from ._report import CaptureReport, Fallback, SiteRecord
 from ._source_analysis import analyze_call
 
@@ -142,6 +142,20 @@ def _from_data(bd: Any, meta: Any, device: Device, batch_size: int, ref: tuple[i
 # core), and the copy back from a process would cost more than it saves (ImageNet-like
 # 256->224 loop, ~60 MiB a step: 1,442 samples/s in 2 processes against 1,710 eager).
 PROCESS_MAX_STEP_BYTES = 8 << 20
+
+
+def _host_part(nodes: list[Node]) -> set[int]:
+    """The ids of the nodes a worker process can compute: CPU operators whose inputs come
+    from the reader or from such nodes. The rest (GPU operators and what depends on them)
+    stay in this process."""
+    host = {0}
+    for n in nodes:
+        refs = [s[1][0] for s in n.inputs if s is not None and s[0] == "ref"]
+        refs += [s[1][0] for s in n.kwargs.values() if s[0] == "ref"]
+        if n.plan.device.device_type == "cpu" and all(r in host for r in refs):
+            host.add(n.id)
+    host.discard(0)
+    return host
 
 
 def _computed_nbytes(b: Batch) -> int:
@@ -249,7 +263,8 @@ class CaptureLoop:
         self.reader: Any = None  # the reader driving the loop, if any
         self.source_meta: list | None = None  # dtype/ndim/layout of the source outputs
         self.source_rebuild: Any = None
-        self.trace_outs: list[Batch] = []  # the traced step's results (to size a step)
+        self.trace_outs: list[tuple[int, Batch]] = []  # the traced step's results, by node (to size a step)
+        self.device_nodes: list[Node] = []  # the nodes a split pipeline runs in this process
         self.step_bytes = 0
         self.rebase = False
         self.generation = 0  # bumped by set_state: a running epoch iterator then ends (as in eager mode)
@@ -334,7 +349,7 @@ class CaptureLoop:
             if node.rng is not None:
                 self._track(node.rng)
                 self.random_seen.add(key)
-        self.trace_outs.extend(outs)
+        self.trace_outs.extend((node.id, o) for o in outs)
         wrapped = tuple(_captured(o, (node.id, k), self.step) for k, o in enumerate(outs))
         return wrapped if isinstance(result, tuple) else wrapped[0]
 
@@ -549,12 +564,7 @@ class CaptureLoop:
                            for s in node.inputs]
 
     def compute(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[BatchData]]]:
-        """Worker side: run every node for the ``k``-th step after the worker started.
-
-        Random nodes take their 7 words from a private clone of their RNG placed where
-        the live RNG will be at that call: ``k`` periods past the clone base, plus the
-        call's offset.
-        """
+        """Worker side: run every node for the ``k``-th step after the worker started."""
         extra, outs = item
         src, _ = _flatten(outs)
         vals: dict[int, list[BatchData]] = {0: [b._batch_data() for b in src]}
@@ -565,23 +575,39 @@ class CaptureLoop:
                 raise RuntimeError("A source was exhausted before the iteration ended") from None
             flat, _ = _flatten(es._convert(fed, self.batch_size))
             vals[self.feeder_ids[id(es)]] = [b._batch_data() for b in flat]
+        self._run_nodes(self.nodes, vals, k)
+        return extra, outs, vals
+
+    def compute_device_part(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[BatchData]]]:
+        """Worker side of a split pipeline: the nodes left to this process, on top of the
+        values a worker process computed for step ``k``."""
+        extra, outs, vals = item
+        self._run_nodes(self.device_nodes, vals, k)
+        return extra, outs, vals
+
+    def _run_nodes(self, nodes: list[Node], vals: dict[int, list[BatchData]], k: int) -> None:
+        """Compute ``nodes`` (in trace order) into ``vals``.
+
+        Random nodes take their 7 words from a private clone of their RNG placed where
+        the live RNG will be at that call: ``k`` periods past the clone base, plus the
+        call's offset.
+        """
         clones: dict[int, list] = {}
-        for key, tr in self.rng_tracks.items():
-            c = tr.clone.clone()
-            c.advance(k * tr.period)
-            clones[key] = [c, 0]
-        for node in self.nodes:
+        for node in nodes:
             ins = [None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1])
                    for s in node.inputs]
             batch_args = {name: vals[s[1][0]][s[1][1]] for name, s in node.kwargs.items() if s[0] == "ref"}
             state = None
             if node.rng is not None:
-                slot = clones[id(node.rng)]
+                slot = clones.get(id(node.rng))
+                if slot is None:
+                    c = self.rng_tracks[id(node.rng)].clone.clone()
+                    c.advance(k * self.rng_tracks[id(node.rng)].period)
+                    slot = clones[id(node.rng)] = [c, 0]
                 slot[0].advance(node.offset - slot[1])
                 slot[1] = node.offset + 7
                 state = slot[0].draw_words(7)
             vals[node.id] = node.plan.run(ins, batch_args, state)
-        return extra, outs, vals
 
     def _teardown(self, why: str) -> None:
         self.invalid = why
@@ -592,8 +618,9 @@ class CaptureLoop:
         for tr in self.rng_tracks.values():
             tr.clone = tr.rng.clone()  # the live state at the start of the next step
         procs = _settings["processes"]
-        if self.trace_outs:  # sized once, after the traced step
-            self.step_bytes = sum(_computed_nbytes(b) for b in self.trace_outs)
+        host = _host_part(self.nodes)
+        if self.trace_outs:  # sized once, after the traced step: what would travel between processes
+            self.step_bytes = sum(_computed_nbytes(b) for nid, b in self.trace_outs if nid in host)
             self.trace_outs = []
         step_bytes = self.step_bytes
         eligible = procs and self.reader is not None and not self.feeders and self.source_meta is not None
@@ -602,13 +629,21 @@ class CaptureLoop:
                                   "kernels release the interpreter lock, and copying the results back from "
                                   "processes would cost more than they save)")
         elif eligible:
+            host_nodes = [n for n in self.nodes if n.id in host]
             try:
-                self.worker = ProcessWorker(graph_spec(self), self.source_rebuild, self.source_meta,
-                                            self.depth, procs)
+                processes = ProcessWorker(graph_spec(self, host_nodes), self.source_rebuild, self.source_meta,
+                                          self.depth, procs)
             except Exception as e:  # noqa: BLE001 - not everything can travel: use threads
                 self.report.worker = f"threads (processes unavailable: {type(e).__name__}: {e})"
             else:
-                self.report.worker = f"{procs} process(es)"
+                self.device_nodes = [n for n in self.nodes if n.id not in host]
+                if self.device_nodes:
+                    self.worker = SplitWorker(processes, self.compute_device_part, self.depth)
+                    self.report.worker = (f"{procs} process(es) for the reader and {len(host_nodes)} host "
+                                          f"operator(s), a thread for the {len(self.device_nodes)} on the GPU")
+                else:
+                    self.worker = processes
+                    self.report.worker = f"{procs} process(es)"
                 return
         self.worker = Worker(source, self.compute, self.depth, self.ctx.num_threads)
         self.report.worker = self.report.worker or "threads"

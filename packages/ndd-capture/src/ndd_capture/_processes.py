@@ -9,9 +9,13 @@ only its own steps of that stream (worker ``j`` of ``K`` takes the steps ``k`` w
 plans and RNG placement as the thread pipeline, so the results are identical. The parent
 hands out credit (one byte per step) to bound how far each process runs ahead, takes the
 results strictly in step order through shared memory, and turns them back into batches.
-Idle workers park and are restarted where the loop stands. Used only when the whole graph
-can be sent to another process (reader loops without feeders, CPU operators, picklable
-constants, an importable reader class); otherwise threads are used.
+Idle workers park and are restarted where the loop stands. Used for reader loops without
+feeders whose constants pickle and whose reader class a new process can import; otherwise
+threads are used.
+
+A graph with GPU operators is split (:class:`SplitWorker`): the processes read and run the
+CPU operators that depend only on the reader, and a thread of this process runs the GPU
+operators (and whatever depends on them) on top, so only host data cross processes.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from ndd._batch import Batch
 from ndd._device import CPU
 from ndd._storage import BatchData
 
-from ._pipeline import Failure
+from ._pipeline import Failure, Worker
 
 _POLL_S = 0.1
 # A worker process waiting this long for the loop to consume its results exits ("parks");
@@ -46,23 +50,22 @@ _POLL_S = 0.1
 PARK_AFTER_S = 60.0
 
 
-def graph_spec(loop: Any) -> dict:
-    """What a worker process needs to compute steps (raises if something cannot pickle)."""
+def graph_spec(loop: Any, nodes: list) -> dict:
+    """What a worker process needs to compute ``nodes`` each step (raises if something
+    cannot pickle)."""
     reader = loop.reader
     cls = type(reader)
     if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
         raise ValueError(f"the reader class {cls.__qualname__} is defined in "
                          f"{'__main__' if cls.__module__ == '__main__' else 'a function'}, "
                          "which a worker process cannot import")
-    gpu = [n.plan.schema.name for n in loop.nodes if n.plan.device.device_type != "cpu"]
-    if gpu:
-        raise ValueError(f"operator `{gpu[0]}` runs on the GPU; GPU pipelines stay in this process")
     state, taken = loop.source.origin()
-    nodes = [(n.id, n.plan, n.inputs, n.kwargs, id(n.rng) if n.rng is not None else None, n.offset)
-             for n in loop.nodes]
-    rngs = {key: (str(tr.clone.get_state()), tr.period) for key, tr in loop.rng_tracks.items()}
+    used = {id(n.rng) for n in nodes if n.rng is not None}
+    rngs = {key: (str(tr.clone.get_state()), tr.period) for key, tr in loop.rng_tracks.items() if key in used}
+    plans = [(n.id, n.plan, n.inputs, n.kwargs, id(n.rng) if n.rng is not None else None, n.offset)
+             for n in nodes]
     spec = {"module": cls.__module__, "qualname": cls.__qualname__, "ctor": reader._ctor_args, "cwd": reader._ctor_cwd,
-            "state": state, "taken": taken, "batch_size": loop.batch_size, "nodes": nodes, "rngs": rngs}
+            "state": state, "taken": taken, "batch_size": loop.batch_size, "nodes": plans, "rngs": rngs}
     pickle.dumps(spec)  # fail here, in the parent, when something cannot travel
     return spec
 
@@ -348,3 +351,29 @@ class ProcessWorker:
         for r in self._receivers:
             r.close()
         self._conns, self._procs, self._receivers = [], [], []
+
+
+class SplitWorker:
+    """A pipeline in two stages: worker processes compute the host part of each step, and
+    one thread here computes the rest with ``compute(item, k)`` (the GPU part, which needs
+    this process's CUDA context and streams). Same interface as the other workers."""
+
+    def __init__(self, processes: ProcessWorker, compute: Any, depth: int) -> None:
+        self._processes = processes
+        self._thread = Worker(_host_steps(processes), compute, depth, 1)
+
+    def get(self) -> Any:
+        return self._thread.get()
+
+    def close(self) -> None:
+        self._thread.close()
+        self._processes.close()
+
+
+def _host_steps(processes: ProcessWorker) -> Any:
+    """The processes' steps as an iterator (a failure is raised, and so reaches the loop)."""
+    while True:
+        item = processes.get()
+        if isinstance(item, Failure):
+            raise item.error
+        yield item
