@@ -77,6 +77,61 @@ def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
     assert all(s.captured for s in report.sites), str(report)
     assert all(s.eager == 1 and s.replayed == 9 for s in report.sites), str(report)
     if processes:
-        assert report.worker == "2 process(es) for the reader and 1 host operator(s), a thread for the 6 on the GPU"
+        assert report.worker == ("2 process(es) for the reader, 1 host operator(s) and the host stage of 1 GPU "
+                                 "operator(s); a thread for the 6 on the GPU")
     else:
         assert report.worker == "threads"
+
+
+def random_crops(path, capture):
+    """A random decoder on the GPU: its host stage (windows and pixels) runs in the worker
+    processes with the RNG placed as in eager mode."""
+    reader = ndd.readers.Caffe2(path=path, random_shuffle=True, seed=2)
+    rng = ndd.random.RNG(9)
+    out = []
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=capture):
+        images = ndd.decoders.image_random_crop(jpegs, device="gpu", output_type=types.GRAY, rng=rng)
+        images = ndd.resize(images, size=[16, 16])
+        out.append(images.torch().cpu().numpy().copy())
+    return out, str(rng.get_state())
+
+
+def test_a_random_gpu_decoder_in_worker_processes(lmdb_path):
+    eager = random_crops(lmdb_path, False)
+    ndd.capture.set_worker_processes(2)
+    try:
+        captured = random_crops(lmdb_path, True)
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert "host stage of 1 GPU operator(s)" in ndd.capture.report().worker
+    assert eager[1] == captured[1] and len(eager[0]) == len(captured[0]) == 5
+    for a, b in zip(eager[0], captured[0]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("op", ["decoders.image", "decoders.image_crop", "decoders.image_random_crop"])
+def test_staged_decoders_equal_their_kernel(lmdb_path, op):
+    """The protocol of core's Plan.run: host stage then device stage equals the kernel."""
+    from ndd._dispatch import Plan
+    from ndd._plugins import schemas
+
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    jpegs, _ = next(iter(reader.next_epoch(batch_size=B)))
+    extra = {"crop": [10, 12]} if op == "decoders.image_crop" else {}
+    plan = Plan(schemas[op], {"output_type": types.GRAY, **extra}, [], [None], [], B, ndd.Device("gpu"),
+                ndd.EvalContext.current())
+    assert plan.staged
+    state = ndd.random.RNG(4).draw_words(7) if op.endswith("random_crop") else None
+    whole = plan.run([jpegs._batch_data()], {}, state)
+    staged = plan.run([jpegs._batch_data()], {}, state, "host")
+    assert all(isinstance(x, np.ndarray) for bd in staged for x in ([bd.dense] if bd.dense is not None
+                                                                     else bd.samples))
+    parts = plan.run(staged, {}, state, "device")
+    for a, b in zip(whole[0].samples, parts[0].samples):
+        assert torch_equal(a, b)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return a.device == b.device and torch.equal(a, b)

@@ -112,6 +112,22 @@ def test_warp_affine(shapes):
     _warp_close([np.asarray(t) for t in ref], [np.asarray(t) for t in got.cpu()], np.uint8)
 
 
+@pytest.mark.parametrize("n, oh, ow", [(4, 28, 28), (3, 17, 40), (2, 1, 9), (1, 6, 1)])
+def test_affine_grid_with_the_cached_base_grid_is_torchs(n, oh, ow):
+    """rotate / warp_affine build affine_grid's grid from a cached base grid: bit for bit torch's."""
+    import torch
+    import torch.nn.functional as F
+
+    from ndd_ops_cuda.kernels._geometry import _affine_grid
+
+    dev = torch.device("cuda" if torch.cuda.is_available() and os.environ.get("NDD_CUDA_EMULATE") != "cpu"
+                       else "cpu")
+    theta = torch.from_numpy(np.random.default_rng(n * oh + ow).normal(size=(n, 2, 3)).astype(np.float32)).to(dev)
+    want = F.affine_grid(theta, [n, 1, oh, ow], align_corners=False)
+    for _ in range(2):  # made, then from the cache
+        assert torch.equal(_affine_grid(theta, n, oh, ow, None), want)
+
+
 # -- resize and random_resized_crop ---------------------------------------------------------
 
 FILTERS = [DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR, DALIInterpType.INTERP_CUBIC,

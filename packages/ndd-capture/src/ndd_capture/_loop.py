@@ -144,18 +144,22 @@ def _from_data(bd: Any, meta: Any, device: Device, batch_size: int, ref: tuple[i
 PROCESS_MAX_STEP_BYTES = 8 << 20
 
 
-def _host_part(nodes: list[Node]) -> set[int]:
-    """The ids of the nodes a worker process can compute: CPU operators whose inputs come
-    from the reader or from such nodes. The rest (GPU operators and what depends on them)
-    stay in this process."""
-    host = {0}
+def _host_part(nodes: list[Node]) -> tuple[set[int], set[int]]:
+    """How a worker process can share a step: the ids of the nodes it computes (CPU
+    operators whose inputs come from the reader or from such nodes), and of the staged GPU
+    nodes (see :meth:`ndd._dispatch.Plan.run`) on such inputs, whose host stage it runs.
+    The rest (GPU operators and what depends on them) stay in this process."""
+    host, staged = {0}, set()
     for n in nodes:
         refs = [s[1][0] for s in n.inputs if s is not None and s[0] == "ref"]
         refs += [s[1][0] for s in n.kwargs.values() if s[0] == "ref"]
-        if n.plan.device.device_type == "cpu" and all(r in host for r in refs):
-            host.add(n.id)
+        if all(r in host for r in refs):
+            if n.plan.device.device_type == "cpu":
+                host.add(n.id)
+            elif n.plan.staged:
+                staged.add(n.id)
     host.discard(0)
-    return host
+    return host, staged
 
 
 def _computed_nbytes(b: Batch) -> int:
@@ -265,6 +269,7 @@ class CaptureLoop:
         self.source_rebuild: Any = None
         self.trace_outs: list[tuple[int, Batch]] = []  # the traced step's results, by node (to size a step)
         self.device_nodes: list[Node] = []  # the nodes a split pipeline runs in this process
+        self.staged_ids: set[int] = set()  # ... of which these run only their device stage here
         self.step_bytes = 0
         self.rebase = False
         self.generation = 0  # bumped by set_state: a running epoch iterator then ends (as in eager mode)
@@ -580,13 +585,15 @@ class CaptureLoop:
 
     def compute_device_part(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[BatchData]]]:
         """Worker side of a split pipeline: the nodes left to this process, on top of the
-        values a worker process computed for step ``k``."""
+        values a worker process computed for step ``k`` (for a staged node, its host
+        stage's data under the key ``("staged", id)``)."""
         extra, outs, vals = item
-        self._run_nodes(self.device_nodes, vals, k)
+        self._run_nodes(self.device_nodes, vals, k, self.staged_ids)
         return extra, outs, vals
 
-    def _run_nodes(self, nodes: list[Node], vals: dict[int, list[BatchData]], k: int) -> None:
-        """Compute ``nodes`` (in trace order) into ``vals``.
+    def _run_nodes(self, nodes: list[Node], vals: dict, k: int, staged: set[int] = frozenset()) -> None:
+        """Compute ``nodes`` (in trace order) into ``vals``; those in ``staged`` run their
+        device stage on their staged data.
 
         Random nodes take their 7 words from a private clone of their RNG placed where
         the live RNG will be at that call: ``k`` periods past the clone base, plus the
@@ -594,8 +601,12 @@ class CaptureLoop:
         """
         clones: dict[int, list] = {}
         for node in nodes:
-            ins = [None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1])
-                   for s in node.inputs]
+            stage = None
+            if node.id in staged:
+                ins, stage = vals[("staged", node.id)], "device"
+            else:
+                ins = [None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1])
+                       for s in node.inputs]
             batch_args = {name: vals[s[1][0]][s[1][1]] for name, s in node.kwargs.items() if s[0] == "ref"}
             state = None
             if node.rng is not None:
@@ -607,7 +618,7 @@ class CaptureLoop:
                 slot[0].advance(node.offset - slot[1])
                 slot[1] = node.offset + 7
                 state = slot[0].draw_words(7)
-            vals[node.id] = node.plan.run(ins, batch_args, state)
+            vals[node.id] = node.plan.run(ins, batch_args, state, stage)
 
     def _teardown(self, why: str) -> None:
         self.invalid = why
@@ -618,7 +629,7 @@ class CaptureLoop:
         for tr in self.rng_tracks.values():
             tr.clone = tr.rng.clone()  # the live state at the start of the next step
         procs = _settings["processes"]
-        host = _host_part(self.nodes)
+        host, staged = _host_part(self.nodes)
         if self.trace_outs:  # sized once, after the traced step: what would travel between processes
             self.step_bytes = sum(_computed_nbytes(b) for nid, b in self.trace_outs if nid in host)
             self.trace_outs = []
@@ -629,18 +640,20 @@ class CaptureLoop:
                                   "kernels release the interpreter lock, and copying the results back from "
                                   "processes would cost more than they save)")
         elif eligible:
-            host_nodes = [n for n in self.nodes if n.id in host]
+            host_nodes = [n for n in self.nodes if n.id in host or n.id in staged]
             try:
-                processes = ProcessWorker(graph_spec(self, host_nodes), self.source_rebuild, self.source_meta,
-                                          self.depth, procs)
+                processes = ProcessWorker(graph_spec(self, host_nodes, staged), self.source_rebuild,
+                                          self.source_meta, self.depth, procs)
             except Exception as e:  # noqa: BLE001 - not everything can travel: use threads
                 self.report.worker = f"threads (processes unavailable: {type(e).__name__}: {e})"
             else:
                 self.device_nodes = [n for n in self.nodes if n.id not in host]
+                self.staged_ids = staged
                 if self.device_nodes:
                     self.worker = SplitWorker(processes, self.compute_device_part, self.depth)
-                    self.report.worker = (f"{procs} process(es) for the reader and {len(host_nodes)} host "
-                                          f"operator(s), a thread for the {len(self.device_nodes)} on the GPU")
+                    self.report.worker = (
+                        f"{procs} process(es) for the reader, {len(host)} host operator(s) and the host stage "
+                        f"of {len(staged)} GPU operator(s); a thread for the {len(self.device_nodes)} on the GPU")
                 else:
                     self.worker = processes
                     self.report.worker = f"{procs} process(es)"

@@ -50,9 +50,9 @@ _POLL_S = 0.1
 PARK_AFTER_S = 60.0
 
 
-def graph_spec(loop: Any, nodes: list) -> dict:
-    """What a worker process needs to compute ``nodes`` each step (raises if something
-    cannot pickle)."""
+def graph_spec(loop: Any, nodes: list, staged: set[int]) -> dict:
+    """What a worker process needs to compute ``nodes`` each step, of which those in
+    ``staged`` only their host stage (raises if something cannot pickle)."""
     reader = loop.reader
     cls = type(reader)
     if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
@@ -62,7 +62,8 @@ def graph_spec(loop: Any, nodes: list) -> dict:
     state, taken = loop.source.origin()
     used = {id(n.rng) for n in nodes if n.rng is not None}
     rngs = {key: (str(tr.clone.get_state()), tr.period) for key, tr in loop.rng_tracks.items() if key in used}
-    plans = [(n.id, n.plan, n.inputs, n.kwargs, id(n.rng) if n.rng is not None else None, n.offset)
+    plans = [(("staged", n.id) if n.id in staged else n.id, n.plan, n.inputs, n.kwargs,
+              id(n.rng) if n.rng is not None else None, n.offset, "host" if n.id in staged else None)
              for n in nodes]
     spec = {"module": cls.__module__, "qualname": cls.__qualname__, "ctor": reader._ctor_args, "cwd": reader._ctor_cwd,
             "state": state, "taken": taken, "batch_size": loop.batch_size, "nodes": plans, "rngs": rngs}
@@ -71,7 +72,8 @@ def graph_spec(loop: Any, nodes: list) -> dict:
 
 
 def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
-    """Compute every node for step ``k`` (the thread pipeline's rule, on plain data)."""
+    """Compute every node for step ``k`` (the thread pipeline's rule, on plain data); a
+    staged node's host stage goes under the key ``("staged", id)``."""
     from ndd.random import RNG
 
     vals = {0: src}
@@ -80,7 +82,7 @@ def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
         c = RNG(state=state)
         c.advance(k * period)
         clones[key] = [c, 0]
-    for nid, plan, inputs, kwargs, rng_key, offset in nodes:
+    for key, plan, inputs, kwargs, rng_key, offset, stage in nodes:
         ins = [None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1]) for s in inputs]
         batch_args = {name: vals[s[1][0]][s[1][1]] for name, s in kwargs.items() if s[0] == "ref"}
         state = None
@@ -89,7 +91,7 @@ def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
             slot[0].advance(offset - slot[1])
             slot[1] = offset + 7
             state = slot[0].draw_words(7)
-        vals[nid] = plan.run(ins, batch_args, state)
+        vals[key] = plan.run(ins, batch_args, state, stage)
     return vals
 
 

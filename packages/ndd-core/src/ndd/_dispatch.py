@@ -353,8 +353,22 @@ class Plan:
         return (_rebuild_plan, (self.schema.name, dict(self.args), list(self.specs), self.layouts,
                                 self.out_meta, self.batch_size, self.device))
 
+    @property
+    def staged(self) -> bool:
+        """True when the kernel splits into a host stage and a device stage (see :meth:`run`)."""
+        return getattr(self.kernel, "host_stage", None) is not None
+
     def run(self, inputs: list[BatchData | None], batch_args: dict[str, BatchData],
-            random_state: np.ndarray | None = None) -> list[BatchData]:
+            random_state: np.ndarray | None = None, stage: str | None = None) -> list[BatchData]:
+        """Run the kernel on this step's data.
+
+        ``stage`` runs half of a staged kernel (ours): a device kernel may carry two
+        attributes, ``host_stage(ctx, inputs, args) -> list[BatchData]``, the part that
+        needs no device (it returns host data only, so a capture worker process can run
+        it), and ``device_stage(ctx, staged, args)``, the rest, given what ``host_stage``
+        returned. ``kernel(ctx, inputs, args)`` must equal the two run in turn.
+        ``stage="host"`` returns the staged data; ``stage="device"`` takes it as ``inputs``.
+        """
         args = KernelArgs(self.args)
         args.batch_size = self.batch_size
         args.batch_args = {}
@@ -362,7 +376,10 @@ class Plan:
             args[name] = _per_sample(self.specs[name], bd)
         kc = KernelContext(self.schema.name, self.batch_size, True, self.device, self.context, random_state,
                            self.layouts, self.out_meta)
-        return _outputs(self.kernel(kc, inputs, args))
+        if stage == "host":
+            return list(self.kernel.host_stage(kc, inputs, args))
+        fn = self.kernel if stage is None else self.kernel.device_stage
+        return _outputs(fn(kc, inputs, args))
 
 
 def _rebuild_plan(name: str, args: dict, batch_arg_names: list, layouts: list, out_meta: list,

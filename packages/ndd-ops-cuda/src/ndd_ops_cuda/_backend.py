@@ -34,8 +34,27 @@ from ndd.plugins import Registry
 EMULATE_ENV = "NDD_CUDA_EMULATE"
 
 
+# _emulated() runs a few times per operator call and reads the variable every time (tests
+# switch it at runtime), so it reads os.environ's backing dict (POSIX CPython): one dict
+# lookup instead of os.environ.get's three Python calls, and parses a value only when it
+# changed. Elsewhere it falls back to os.environ.get.
+_ENV = getattr(os.environ, "_data", None)
+if os.name == "posix" and isinstance(_ENV, dict):
+    _ENV_KEY: Any = os.environ.encodekey(EMULATE_ENV)  # type: ignore[attr-defined]
+else:
+    _ENV, _ENV_KEY = os.environ, EMULATE_ENV
+_last_env: list = [None, False]  # the last value read and whether it means "cpu"
+
+
 def _emulated() -> bool:
-    return os.environ.get(EMULATE_ENV, "").strip().lower() == "cpu"
+    raw = _ENV.get(_ENV_KEY)
+    if raw is None:
+        return False
+    last = _last_env
+    if raw is not last[0]:
+        text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        last[:] = [raw, text.strip().lower() == "cpu"]
+    return last[1]
 
 
 class CudaBackend:
@@ -49,6 +68,7 @@ class CudaBackend:
         self._streams: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._np2t: dict[np.dtype, Any] = {}
         self._t2np: dict[Any, np.dtype] = {}
+        self._device_count = 0  # CUDA devices seen (checked again only for a higher id)
 
     # -- availability ------------------------------------------------------------
     @property
@@ -108,6 +128,13 @@ class CudaBackend:
         user = ctx.cuda_stream
         if user is not None:
             return _as_torch_stream(user, dev)
+        # Fast path without the lock (a few times per operator call): entries are only ever
+        # added, and a dict read racing with an insert is safe under the GIL.
+        per_dev = self._streams.get(ctx)
+        if per_dev is not None:
+            s = per_dev.get(dev)
+            if s is not None:
+                return s
         with self._lock:
             per_dev = self._streams.get(ctx)
             if per_dev is None:
@@ -182,17 +209,19 @@ class CudaBackend:
         of ``ctx`` (kernels pass theirs; by default the current EvalContext).
         """
         self.require()
-        self._check_device_id(device_id)
+        emulated = _emulated()  # read once: this runs for every upload
+        if not emulated:
+            self._check_device_id(device_id)
         import torch
 
         if isinstance(arr, torch.Tensor):
-            if _emulated() or arr.device.index == device_id:
+            if emulated or arr.device.index == device_id:
                 return self.copy(arr)
             with self.stream_for(ctx, device_id):
                 torch.cuda.current_stream(device_id).wait_stream(self.stream(ctx, arr.device.index))
                 return arr.to(f"cuda:{device_id}", non_blocking=True)
         a = np.asarray(arr)
-        if _emulated():
+        if emulated:
             return torch.from_numpy(np.array(a, copy=True))
         host = torch.empty(a.shape, dtype=self.torch_dtype(a.dtype), pin_memory=True)
         if a.size:
@@ -232,9 +261,12 @@ class CudaBackend:
     def _check_device_id(self, device_id: int) -> None:
         if _emulated():
             return
+        n = self._device_count
+        if device_id < n:
+            return
         import torch
 
-        n = torch.cuda.device_count()
+        n = self._device_count = torch.cuda.device_count()
         if device_id >= n:
             raise RuntimeError(f"Invalid device gpu:{device_id}: this machine has {n} CUDA device(s)")
 

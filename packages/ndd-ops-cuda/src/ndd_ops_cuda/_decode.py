@@ -37,6 +37,9 @@ _RGB, _BGR, _GRAY = DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY
 _NVJPEG_SOF = (0xC0, 0xC1, 0xC2)  # baseline, extended sequential, progressive (Huffman)
 
 
+_HEAD_BYTES = 65536  # the markers before the frame header usually fit in this much
+
+
 def jpeg_info(data: np.ndarray, reject_exif: bool) -> tuple[int, int, int] | None:
     """``(height, width, components)`` of a JPEG that nvJPEG decodes like the CPU, else None.
 
@@ -44,35 +47,47 @@ def jpeg_info(data: np.ndarray, reject_exif: bool) -> tuple[int, int, int] | Non
     than 8 bits, component counts other than 1 or 3, arithmetic coding or lossless
     frames, Adobe (APP14) colour transforms, and EXIF data when ``reject_exif``.
     """
-    b = memoryview(np.ascontiguousarray(data)).cast("B")
+    if data.ndim != 1 or data.itemsize != 1:
+        data = np.frombuffer(np.ascontiguousarray(data).tobytes(), np.uint8)
+    # Runs for every sample: indexing ``bytes`` (ints) costs a fraction of indexing a
+    # memoryview, and only the first part is copied (all of it if the markers run beyond).
+    full = data.size
+    b = data.tobytes() if full <= _HEAD_BYTES else data[:_HEAD_BYTES].tobytes()
     n = len(b)
     if n < 4 or b[0] != 0xFF or b[1] != 0xD8:
         return None
     pos = 2
-    while pos + 4 <= n:
+    while True:
+        if pos + 10 > n and n < full:  # a segment header crosses the end of the part copied
+            b = data.tobytes()
+            n = full
+        if pos + 4 > n:
+            return None
         if b[pos] != 0xFF:
             return None
         m = b[pos + 1]
-        if m == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if m == 0x01 or 0xD0 <= m <= 0xD8:  # markers without a length
-            pos += 2
-            continue
-        if m in (0xD9, 0xDA):  # end of image or start of scan before any frame header
-            return None
-        size = (b[pos + 2] << 8) | b[pos + 3]
-        if m == 0xE1 and reject_exif and bytes(b[pos + 4:pos + 10]) == b"Exif\0\0":
-            return None
-        if m == 0xEE and bytes(b[pos + 4:pos + 9]) == b"Adobe":
-            return None
-        if 0xC0 <= m <= 0xCF and m not in (0xC4, 0xC8, 0xCC):
+        if 0xC0 <= m <= 0xCF and m != 0xC4 and m != 0xC8 and m != 0xCC:  # a frame header
             if m not in _NVJPEG_SOF or pos + 10 > n:
                 return None
             prec, h, w, c = b[pos + 4], (b[pos + 5] << 8) | b[pos + 6], (b[pos + 7] << 8) | b[pos + 8], b[pos + 9]
             return (h, w, c) if prec == 8 and c in (1, 3) and h > 0 and w > 0 else None
-        pos += 2 + size
-    return None
+        if m >= 0xD0 and m != 0xDB:  # 0xDB (quantisation tables, always there) has a length
+            if m == 0xFF:  # fill byte
+                pos += 1
+                continue
+            if m <= 0xD8:  # markers without a length
+                pos += 2
+                continue
+            if m == 0xD9 or m == 0xDA:  # end of image or start of scan before any frame header
+                return None
+            if m == 0xE1 and reject_exif and b[pos + 4:pos + 10] == b"Exif\0\0":
+                return None
+            if m == 0xEE and b[pos + 4:pos + 9] == b"Adobe":
+                return None
+        elif m == 0x01:  # TEM, without a length
+            pos += 2
+            continue
+        pos += 2 + ((b[pos + 2] << 8) | b[pos + 3])
 
 
 @functools.cache
@@ -114,12 +129,6 @@ def _upload(ctx: KernelContext, value: Any) -> Any:
     return [BACKEND.to_device(s, dev, ctx.eval_context) for s in bd.samples]
 
 
-def _on_cpu(ctx: KernelContext, samples: list[np.ndarray], args: KernelArgs) -> Any:
-    """Run the CPU kernel of ``ctx.op`` on the whole batch and upload its result."""
-    kernel = _cpu_kernel(ctx.op)
-    return _upload(ctx, kernel(_cpu_context(ctx, len(samples)), [BatchData(samples=samples)], args))
-
-
 def _decode_one_on_cpu(ctx: KernelContext, kernel: Any, data: np.ndarray, i: int, args: KernelArgs) -> Any:
     try:
         out = kernel(_cpu_context(ctx, 1), [BatchData(samples=[data])], args)
@@ -143,9 +152,10 @@ def _to_hwc(imgs: Any, out: DALIImageType, dtype: np.dtype) -> Any:
     return imgs
 
 
-def image_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    """``decoders.image`` on the GPU (see the module docstring for which path each sample takes)."""
-    BACKEND.require()
+def _image_host_stage(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> list[BatchData]:
+    """Host stage of ``decoders.image`` on the GPU (no device needed; a capture worker process
+    runs it): the samples nvJPEG will not take are decoded on the CPU, the others pass on as
+    their bytes. Returns ``[samples, indices of the nvJPEG samples]``."""
     samples = _host_samples(inputs[0])
     out = args["output_type"]
     tvio = None if BACKEND.emulated or out not in (_RGB, _BGR, _GRAY) else _tvio()
@@ -156,13 +166,31 @@ def image_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
             info = jpeg_info(s, orient) if s.dtype == np.uint8 and s.ndim == 1 else None
             if info is not None and info[0] * info[1] >= HYBRID_MIN_PIXELS:
                 gpu_idx.append(i)
+    kernel = _cpu_kernel(ctx.op)
+    if not gpu_idx:  # the whole batch in one call of the CPU kernel (its thread pool)
+        staged = BatchData.of(kernel(_cpu_context(ctx, len(samples)), [BatchData(samples=samples)], args))
+    else:
+        on_gpu = set(gpu_idx)
+        staged = BatchData(samples=[s if i in on_gpu else _decode_one_on_cpu(ctx, kernel, s, i, args)
+                                    for i, s in enumerate(samples)])
+    return [staged, BatchData(dense=np.array(gpu_idx, np.int64))]
+
+
+def _image_device_stage(ctx: KernelContext, staged: list[BatchData], args: KernelArgs) -> Any:
+    """Device stage of ``decoders.image`` on the GPU: nvJPEG's batched decode of the samples the
+    host stage passed on as bytes, and the upload of those it decoded."""
+    BACKEND.require()
+    data, gpu_idx = staged[0], staged[1].dense.tolist()
     if not gpu_idx:
-        return _on_cpu(ctx, samples, args)
+        return _upload(ctx, data.dense if data.dense is not None else data.samples)
 
     import torch
 
+    samples = data.samples
     dev = ctx.device.device_id
     dtype = args["dtype"].numpy_dtype
+    out = args["output_type"]
+    tvio = _tvio()
     encoded = [torch.from_numpy(samples[i] if samples[i].flags.writeable else samples[i].copy())
                for i in gpu_idx]
     mode = tvio.ImageReadMode.GRAY if out == _GRAY else tvio.ImageReadMode.RGB
@@ -170,32 +198,58 @@ def image_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
         try:
             decoded = tvio.decode_jpeg(encoded, mode=mode, device=f"cuda:{dev}")
         except RuntimeError:  # nvJPEG refused a sample: the CPU decoder decodes or explains
-            return _on_cpu(ctx, samples, args)
-        if len(gpu_idx) == len(samples) and all(d.shape == decoded[0].shape for d in decoded):
+            kernel = _cpu_kernel(ctx.op)
+            decoded = None
+        if decoded is not None and len(gpu_idx) == len(samples) \
+                and all(d.shape == decoded[0].shape for d in decoded):
             return _to_hwc(torch.stack(decoded), out, dtype)
         results: list[Any] = [None] * len(samples)
-        for i, img in zip(gpu_idx, decoded):
-            results[i] = _to_hwc(img, out, dtype)
-        kernel = _cpu_kernel(ctx.op)
+        for n, i in enumerate(gpu_idx):
+            results[i] = (_to_hwc(decoded[n], out, dtype) if decoded is not None
+                          else _decode_one_on_cpu(ctx, kernel, samples[i], i, args))
         for i, s in enumerate(samples):
-            if results[i] is None:
-                img = _decode_one_on_cpu(ctx, kernel, s, i, args)
-                results[i] = BACKEND.to_device(img, dev, ctx.eval_context)
+            if results[i] is None or isinstance(results[i], np.ndarray):
+                results[i] = BACKEND.to_device(s if results[i] is None else results[i], dev, ctx.eval_context)
         if all(r.shape == results[0].shape for r in results):
             return torch.stack(results)
         return results
 
 
+def image_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``decoders.image`` on the GPU (see the module docstring for which path each sample takes)."""
+    BACKEND.require()
+    return _image_device_stage(ctx, _image_host_stage(ctx, inputs, args), args)
+
+
+def _host_then_upload(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> list[BatchData]:
+    """Host stage of the cropping decoders on the GPU: the CPU kernel's result."""
+    samples = _host_samples(inputs[0])
+    return [BatchData.of(_cpu_kernel(ctx.op)(_cpu_context(ctx, len(samples)), [BatchData(samples=samples)], args))]
+
+
+def _upload_stage(ctx: KernelContext, staged: list[BatchData], args: KernelArgs) -> Any:
+    """Device stage of the cropping decoders: the upload."""
+    BACKEND.require()
+    bd = staged[0]
+    return _upload(ctx, bd.dense if bd.dense is not None else bd.samples)
+
+
 def image_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """``decoders.image_crop`` on the GPU: decoded and cropped on the CPU, then uploaded."""
     BACKEND.require()
-    return _on_cpu(ctx, _host_samples(inputs[0]), args)
+    return _upload_stage(ctx, _host_then_upload(ctx, inputs, args), args)
 
 
 def image_random_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """``decoders.image_random_crop`` on the GPU: the CPU kernel's windows and pixels, uploaded."""
     BACKEND.require()
-    return _on_cpu(ctx, _host_samples(inputs[0]), args)
+    return _upload_stage(ctx, _host_then_upload(ctx, inputs, args), args)
+
+
+# Staged kernels (core's Plan.run): capture worker processes run the host stage.
+image_gpu.host_stage, image_gpu.device_stage = _image_host_stage, _image_device_stage
+for _k in (image_crop_gpu, image_random_crop_gpu):
+    _k.host_stage, _k.device_stage = _host_then_upload, _upload_stage
 
 
 KERNELS = {

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,6 +65,40 @@ def upload(a: Any, device: torch.device, dtype: torch.dtype | None = None) -> to
     return t.pin_memory().to(device, non_blocking=True)
 
 
+_CONSTANTS: OrderedDict = OrderedDict()
+_CONSTANTS_MAX = 32
+_CONSTANTS_LOCK = threading.Lock()
+
+
+def call_stream(ctx: KernelContext) -> Any:
+    """The stream the call's kernels run on (ndd's stream of its EvalContext; None under the
+    emulation)."""
+    from .._backend import BACKEND
+
+    return BACKEND.stream(ctx.eval_context, ctx.device.device_id)
+
+
+def cached_constant(key: Any, stream: Any, make: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``make()`` (run on ``stream``, the current one), made once per ``key`` and stream,
+    a few kept (least recently used out first): constant tensors that many calls read,
+    e.g. coordinate grids and normalisation coefficients, without kernels or an upload
+    each time. ``key`` must name the device.
+
+    Per stream: a tensor is only read on the stream that wrote it (no cross-stream race),
+    and once evicted its memory is reused only after that stream's queued reads.
+    """
+    k = (key, stream)
+    with _CONSTANTS_LOCK:
+        t = _CONSTANTS.get(k)
+        if t is None:
+            t = _CONSTANTS[k] = make()
+            if len(_CONSTANTS) > _CONSTANTS_MAX:
+                _CONSTANTS.popitem(last=False)
+        else:
+            _CONSTANTS.move_to_end(k)
+    return t
+
+
 def to_host(x: torch.Tensor) -> np.ndarray:
     """A tensor as a NumPy array (a device-to-host copy: synchronises)."""
     return x.detach().cpu().numpy()
@@ -92,7 +129,8 @@ def cast_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
         info = torch.iinfo(dtype)
         x = torch.round(x).clamp_(info.min, info.max)
-    return x.to(dtype).contiguous()
+    # contiguous in the same kernel (``.to`` alone keeps a permuted view's strides)
+    return x.to(dtype, memory_format=torch.contiguous_format)
 
 
 def as_float(x: torch.Tensor) -> torch.Tensor:

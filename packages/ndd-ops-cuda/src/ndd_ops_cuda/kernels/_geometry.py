@@ -48,6 +48,8 @@ from ndd.types import DALIInterpType
 
 from ._common import (
     as_float,
+    cached_constant,
+    call_stream,
     cast_to,
     device_of,
     gather_windows,
@@ -166,8 +168,36 @@ def _grid_theta(mats: np.ndarray, in_hw: tuple[int, int], out_hw: tuple[int, int
     return to_norm @ full @ to_px
 
 
+_BASE_GRID_MAX_BYTES = 8 << 20  # cache affine_grid's base grid up to this size
+
+
+def _base_grid(n: int, oh: int, ow: int, device: torch.device) -> torch.Tensor:
+    """``F.affine_grid``'s base grid (n, oh * ow, 3) for ``align_corners=False``, made by the
+    same torch ops as ATen's ``make_base_grid_4D``, so the same values."""
+    def steps(k: int) -> torch.Tensor:
+        if k <= 1:
+            return torch.zeros((), dtype=torch.float32, device=device)
+        return torch.linspace(-1, 1, k, dtype=torch.float32, device=device) * (k - 1) / k
+
+    g = torch.empty((n, oh, ow, 3), dtype=torch.float32, device=device)
+    g.select(-1, 0).copy_(steps(ow))
+    g.select(-1, 1).copy_(steps(oh).unsqueeze_(-1))
+    g.select(-1, 2).fill_(1)
+    return g.view(n, oh * ow, 3)
+
+
+def _affine_grid(theta: torch.Tensor, n: int, oh: int, ow: int, stream: Any) -> torch.Tensor:
+    """``F.affine_grid(theta, [n, 1, oh, ow], align_corners=False)``: its one matrix product
+    with a cached base grid, where ``affine_grid`` makes the grid anew (~10 kernels) each call."""
+    if n * oh * ow * 12 > _BASE_GRID_MAX_BYTES:
+        return F.affine_grid(theta, [n, 1, oh, ow], align_corners=False)
+    dev = theta.device
+    base = cached_constant(("affine_grid", n, oh, ow, dev), stream, lambda: _base_grid(n, oh, ow, dev))
+    return torch.bmm(base, theta.transpose(1, 2)).view(n, oh, ow, 2)
+
+
 def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], interp: Any,
-                fill: float | None, dt: torch.dtype) -> torch.Tensor:
+                fill: float | None, dt: torch.dtype, stream: Any) -> torch.Tensor:
     """Warp (n, H, W[, C]) with output-to-input matrices (n, 2, 3) to (n, oh, ow[, C])."""
     mode = _MODES.get(interp)
     if mode is None:
@@ -179,8 +209,9 @@ def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], inte
     c = src.shape[1]
     if fill is not None and fill != 0:
         src = torch.cat([src, torch.ones_like(src[:, :1])], dim=1)
-    theta = upload(_grid_theta(mats, (h, w), (oh, ow)), x.device, torch.float32)
-    grid = F.affine_grid(theta, [n, 1, oh, ow], align_corners=False)
+    # float32 on the host (NumPy rounds like torch's cast): one upload, no cast kernel
+    theta = upload(_grid_theta(mats, (h, w), (oh, ow)).astype(np.float32), x.device)
+    grid = _affine_grid(theta, n, oh, ow, stream)
     pad = "border" if fill is None else "zeros"
     out = F.grid_sample(src, grid, mode=mode, padding_mode=pad, align_corners=False)
     u8 = x.dtype == torch.uint8
@@ -192,11 +223,13 @@ def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], inte
     out = out[..., 0] if gray else out
     if u8:  # OpenCV warps uint8 to uint8, whatever the output type
         out = torch.round(out).clamp_(0, 255)
+        if dt == torch.uint8:  # rounded and in range already: cast_to's round and clamp change nothing
+            return out.to(dt, memory_format=torch.contiguous_format)
     return cast_to(out, dt)
 
 
 def _warp_all(bd: BatchData, mats: np.ndarray, out_hw: np.ndarray, interp: Any, fill: float | None,
-              dt: torch.dtype) -> Any:
+              dt: torch.dtype, stream: Any) -> Any:
     """One warp for a uniform batch (at the largest output size when they differ, then
     cut); one per sample for ragged batches or very different output sizes."""
     n = len(bd)
@@ -204,11 +237,12 @@ def _warp_all(bd: BatchData, mats: np.ndarray, out_hw: np.ndarray, interp: Any, 
     oh, ow = (int(v) for v in out_hw.max(axis=0))
     areas = out_hw[:, 0] * out_hw[:, 1]
     if x is not None and oh * ow * n <= 2 * int(areas.sum()):
-        out = _warp_batch(x, mats, (oh, ow), interp, fill, dt)
+        out = _warp_batch(x, mats, (oh, ow), interp, fill, dt, stream)
         if (areas == oh * ow).all():
             return out
         return [out[i, :int(out_hw[i, 0]), :int(out_hw[i, 1])].contiguous() for i in range(n)]
-    return [_warp_batch(s[None], mats[i:i + 1], (int(out_hw[i, 0]), int(out_hw[i, 1])), interp, fill, dt)[0]
+    return [_warp_batch(s[None], mats[i:i + 1], (int(out_hw[i, 0]), int(out_hw[i, 1])), interp, fill, dt,
+                        stream)[0]
             for i, s in enumerate(bd.samples)]
 
 
@@ -221,7 +255,7 @@ def rotate_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     check_hw_layout(ctx, samples[:1])
     in_hw = np.array([s.shape[:2] for s in samples], np.int64).reshape(n, 2)
     mats, out_hw = rotate_params(ctx.op, args, in_hw)
-    return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx))
+    return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx), call_stream(ctx))
 
 
 def warp_affine_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -232,7 +266,7 @@ def warp_affine_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     mats, out_hw = warp_affine_params(ctx.op, args, mtx, [tuple(s.shape[:2]) for s in samples])
     if not samples:
         return []
-    return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx))
+    return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx), call_stream(ctx))
 
 
 # -- resize and random_resized_crop ------------------------------------------------------

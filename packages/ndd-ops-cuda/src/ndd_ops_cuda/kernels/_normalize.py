@@ -28,11 +28,35 @@ from ndd.plugins import (
     shaped_param,
 )
 
-from ._common import as_float, cast_to, gather_windows, out_dtype, stacked, upload, window_indices
+from ._common import (
+    as_float,
+    cached_constant,
+    call_stream,
+    cast_to,
+    gather_windows,
+    out_dtype,
+    stacked,
+    upload,
+    window_indices,
+)
+
+
+def _coefficients(coefs: list, shape: list, dev: torch.device, stream: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` and ``b`` as float32 tensors of ``shape`` (the batch dim: n, or 1 when all samples
+    share them: then uploaded once and cached, the usual case of constant mean and std)."""
+    if all(co is coefs[0] for co in coefs):
+        shape[0] = 1
+        ab = np.stack(coefs[0]).astype(np.float32)[:, None]  # (2, 1, C)
+        key = ("cmn", ab.tobytes(), ab.shape, dev)
+        ta = cached_constant(key, stream, lambda: upload(ab, dev))
+    else:
+        ta = upload(np.stack([np.stack([co[0] for co in coefs]), np.stack([co[1] for co in coefs])]
+                             ).astype(np.float32), dev)
+    return ta[0].reshape(shape), ta[1].reshape(shape)
 
 
 def _cmn_batch(op: str, x: torch.Tensor, wins: list, mirror: np.ndarray, coefs: list, args: KernelArgs,
-               lay: str, dt: torch.dtype) -> torch.Tensor:
+               lay: str, dt: torch.dtype, stream: Any) -> torch.Tensor:
     """crop_mirror_normalize of a batch (n, ...) in layout ``lay`` with windows of one size."""
     n = x.shape[0]
     dev = x.device
@@ -59,29 +83,37 @@ def _cmn_batch(op: str, x: torch.Tensor, wins: list, mirror: np.ndarray, coefs: 
         others = [ch for ch in lay if ch not in "HW"]
         cpos = 3 + others.index("C")
         c = src.shape[cpos]
-    a = np.stack([co[0] for co in coefs]).astype(np.float32)
-    b = np.stack([co[1] for co in coefs]).astype(np.float32)
     shape = [n] + [1] * (src.ndim - 1)
     shape[cpos] = c
-    if all(co is coefs[0] for co in coefs):
-        a, b = a[:1], b[:1]
-        shape[0] = 1
-    ta = upload(np.stack([a, b]), dev)
-    out = as_float(src) * ta[0].reshape(shape) + ta[1].reshape(shape)
+    a, b = _coefficients(coefs, shape, dev, stream)
+    # The multiply converts integer and half inputs to float32 itself (exactly as .to(float32)
+    # would): no conversion kernel; float64 is converted first, as before.
+    xf = src.to(torch.float32) if src.dtype == torch.float64 else src
+    pad = ca >= 0 and args["pad_output"] and c < 4
+    perm = [0] + [1 + lay.index(ch) for ch in args["output_layout"]]
+
+    def to_output(t: torch.Tensor) -> torch.Tensor:  # views: (n, h, w, rest...) -> the output layout
+        t = t[..., 0] if ca < 0 else t
+        return t.movedim((1, 2), (ha + 1, wa + 1)).permute(perm)
+
+    if valid is None and not pad:
+        # The usual case: multiply straight into the output layout, then add in place (two
+        # kernels, no layout copy; the same float32 operations element by element).
+        out = torch.empty(to_output(src).shape, dtype=torch.float32, device=dev)
+        torch.mul(to_output(xf), to_output(a), out=out)
+        out.add_(to_output(b))
+        return cast_to(out, dt)
+    out = xf * a + b
     if valid is not None:
         f = upload(fill_vector(op, args["fill_values"], c), dev, torch.float32)
         fshape = [1] * out.ndim
         fshape[cpos] = c
         mask = upload(valid, dev).reshape(valid.shape + (1,) * (out.ndim - 3))
         out = torch.where(mask, out, f.reshape(fshape))
-    if ca >= 0 and args["pad_output"] and c < 4:
-        pad = [0] * (2 * (out.ndim - 1 - cpos)) + [0, 4 - c]
-        out = torch.nn.functional.pad(out, pad)
-    if ca < 0:
-        out = out[..., 0]
-    out = out.movedim((1, 2), (ha + 1, wa + 1))  # back to the input layout
-    perm = [0] + [1 + lay.index(ch) for ch in args["output_layout"]]
-    return cast_to(out.permute(perm), dt)
+    if pad:
+        pad_widths = [0] * (2 * (out.ndim - 1 - cpos)) + [0, 4 - c]
+        out = torch.nn.functional.pad(out, pad_widths)
+    return cast_to(to_output(out), dt)
 
 
 def cmn_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -100,9 +132,10 @@ def cmn_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     mirror = np.asarray(args.per_sample("mirror"), bool).reshape(n)
     coefs = cmn_coefficients(op, args, chans)
     x = stacked(bd)
+    stream = call_stream(ctx)
     if x is not None and len({win[1] for win in wins}) == 1:
-        return _cmn_batch(op, x, wins, mirror, coefs, args, lay, dt)
-    return [_cmn_batch(op, s[None], [wins[i]], mirror[i:i + 1], [coefs[i]], args, lay, dt)[0]
+        return _cmn_batch(op, x, wins, mirror, coefs, args, lay, dt, stream)
+    return [_cmn_batch(op, s[None], [wins[i]], mirror[i:i + 1], [coefs[i]], args, lay, dt, stream)[0]
             for i, s in enumerate(samples)]
 
 
@@ -169,7 +202,8 @@ def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
 def _apply(x: torch.Tensor, m: torch.Tensor, var: torch.Tensor, eps: float, scale: float, shift: float,
            dt: torch.dtype) -> torch.Tensor:
     k = scale / torch.sqrt(var + eps)
-    k = torch.where(torch.isfinite(k), k, torch.zeros_like(k)).to(torch.float32)  # constant slice -> shift
+    # constant slice -> shift: non-finite factors become 0 (one kernel, not isfinite + zeros + where)
+    k = torch.nan_to_num(k, nan=0.0, posinf=0.0, neginf=0.0).to(torch.float32)
     return cast_to((x - m.to(torch.float32)) * k + shift, dt)
 
 
