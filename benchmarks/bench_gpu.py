@@ -240,6 +240,20 @@ def profile_loops(data: pathlib.Path, out: pathlib.Path) -> None:
 mnist_loop_profiler = None
 
 
+def _decode_table(a: argparse.Namespace) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
+    try:
+        rows += decode_rows(2 if a.quick else 8, B, 0.5 if a.quick else 3.0)
+    except Exception as e:  # noqa: BLE001
+        rows.append(("decode 256x256 JPEG", "FAILED", f"{type(e).__name__}: {e}"[:160]))
+    if torch.cuda.is_available() or a.quick:
+        try:
+            rows += threshold_rows(B, 0.3 if a.quick else 1.0)
+        except Exception as e:  # noqa: BLE001
+            rows.append(("decode threshold sweep", "FAILED", f"{type(e).__name__}: {e}"[:160]))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small dataset, few epochs, short timings")
@@ -247,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--profile", type=pathlib.Path, default=None,
                    help="write cProfile tables of the GPU loop's main thread into this folder")
+    p.add_argument("--loops-only", action="store_true", help="only the training loops (no decode tables)")
     a = p.parse_args(argv)
     torch.set_num_threads(a.torch_threads)
     epochs = a.epochs or (2 if a.quick else 4)
@@ -261,12 +276,16 @@ def main(argv: list[str] | None = None) -> int:
                  f"{ceiling / TUTORIAL['capture']:.2f}x DALI's {TUTORIAL['capture']:,}"))
     print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
     procs = ndd.capture.default_worker_processes()
-    runs = [("cpu", False, None), ("cpu", True, None), ("gpu", False, None), ("gpu", True, 0), ("gpu", True, None)]
-    for device, capture, processes in runs:
+    runs = [("cpu", False, None, "1"), ("cpu", True, None, "1"), ("gpu", False, None, "1"), ("gpu", True, 0, "1"),
+            ("gpu", True, None, "1"), ("gpu", True, None, "0")]
+    for device, capture, processes, gpu_thread in runs:
         mode = "capture" if capture else "eager"
         name = f"MNIST loop + training, {mode}, preprocessing on {device}"
         if capture:
             name += " (pipeline on threads)" if processes == 0 else f" ({procs} worker processes)"
+        if device == "gpu" and capture and processes is None:
+            name += ", GPU part on " + ("a thread" if gpu_thread == "1" else "the loop's thread")
+        os.environ["NDD_CAPTURE_GPU_THREAD"] = gpu_thread
         ndd.capture.set_worker_processes(processes)
         try:
             rate, loss = mnist_loop(data, device, capture, epochs)
@@ -279,15 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             ndd.capture.set_worker_processes(None)
         print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
-    try:
-        rows += decode_rows(2 if a.quick else 8, B, 0.5 if a.quick else 3.0)
-    except Exception as e:  # noqa: BLE001
-        rows.append(("decode 256x256 JPEG", "FAILED", f"{type(e).__name__}: {e}"[:160]))
-    if torch.cuda.is_available() or a.quick:
-        try:
-            rows += threshold_rows(B, 0.3 if a.quick else 1.0)
-        except Exception as e:  # noqa: BLE001
-            rows.append(("decode threshold sweep", "FAILED", f"{type(e).__name__}: {e}"[:160]))
+    os.environ.pop("NDD_CAPTURE_GPU_THREAD", None)
+    if a.loops_only:
+        rows.append(("decode rows", "skipped", "--loops-only"))
+    else:
+        rows += _decode_table(a)
     if a.profile is not None:
         a.profile.mkdir(parents=True, exist_ok=True)
         profile_loops(data, a.profile)

@@ -142,3 +142,11 @@ def test_invalidated_reader_raises():
 def test_reader_runs_on_cpu_only():
     with pytest.raises(ValueError, match="Readers run on the CPU"):
         Counter(device="gpu")
+
+
+def test_batch_data_shapes_without_sample_views():
+    dense = BatchData(dense=np.zeros((3, 4, 5, 1), np.uint8))
+    assert dense.shapes() == [(4, 5, 1)] * 3 and dense._samples is None  # no views were made
+    ragged = BatchData(samples=[np.zeros((2, 3)), np.zeros((4,))])
+    assert ragged.shapes() == [(2, 3), (4,)]
+    assert BatchData(dense=np.zeros((0, 2))).shapes() == []

@@ -54,6 +54,13 @@ class BatchData:
         s = self._samples
         return all(x.shape == s[0].shape for x in s)
 
+    def shapes(self) -> list[tuple[int, ...]]:
+        """Each sample's shape, without making per-sample views of ``dense`` (64 views of a
+        torch CUDA tensor cost ~100 µs)."""
+        if self.dense is not None:
+            return [tuple(self.dense.shape[1:])] * len(self.dense)
+        return [tuple(x.shape) for x in self._samples]
+
     def stacked(self, xp: Any = np) -> Any:
         """One array with a leading batch dim; stacks (copies) uniform samples once."""
         if self.dense is None:
