@@ -36,43 +36,43 @@ def brightness_contrast_gpu(ctx: KernelContext, inputs: list[BatchData], args: K
     n = len(bd)
     if n == 0:
         return []
-    samples = bd.samples
-    in_dt = numpy_dtype(samples[0].dtype)
+    first = bd.sample(0)
+    in_dt = numpy_dtype(first.dtype)
     dt = out_dtype(ctx)
     gains, offsets = brightness_contrast_params(args, n, in_dt, numpy_dtype(dt))
     x = stacked(bd)
     if in_dt == np.uint8 and dt == torch.uint8:
         luts = np.clip(np.rint(np.arange(256) * np.array(gains)[:, None] + np.array(offsets)[:, None]), 0, 255)
-        t = upload(luts.astype(np.uint8), samples[0].device)
+        t = upload(luts.astype(np.uint8), first.device)
         if x is not None:
             flat = x.reshape(n, -1).long()
             return t.gather(1, flat).reshape(x.shape)
-        return [t[i][s.long()] for i, s in enumerate(samples)]
+        return [t[i][s.long()] for i, s in enumerate(bd.samples)]
     go = np.array([gains, offsets], np.float32)
-    t = upload(go, samples[0].device)
+    t = upload(go, first.device)
     if x is not None:
         shape = _per_sample_shape(x, n)
         return cast_to(as_float(x) * t[0].reshape(shape) + t[1].reshape(shape), dt)
-    return [cast_to(as_float(s) * t[0, i] + t[1, i], dt) for i, s in enumerate(samples)]
+    return [cast_to(as_float(s) * t[0, i] + t[1, i], dt) for i, s in enumerate(bd.samples)]
 
 
-def _apply_affine(ctx: KernelContext, bd: BatchData, mats: list[np.ndarray], offs: list[np.ndarray],
-                  dt: torch.dtype) -> Any:
-    """out_i = mats[i] @ pixel + offs[i] for every RGB pixel of sample i (float32)."""
-    samples = bd.samples
-    n = len(samples)
-    if samples[0].shape[-1] != 3:
-        raise ValueError(f"Operator `{ctx.op}`: expects 3 channels, got {samples[0].shape[-1]}")
+def _apply_affine(ctx: KernelContext, bd: BatchData, first: torch.Tensor, mats: list[np.ndarray],
+                  offs: list[np.ndarray], dt: torch.dtype) -> Any:
+    """out_i = mats[i] @ pixel + offs[i] for every RGB pixel of sample i (float32); ``first``
+    is sample 0."""
+    n = len(bd)
+    if first.shape[-1] != 3:
+        raise ValueError(f"Operator `{ctx.op}`: expects 3 channels, got {first.shape[-1]}")
     m = np.stack([mi.T for mi in mats]).astype(np.float32)  # (n, 3, 3): pixel row @ m
     o = np.stack(offs).astype(np.float32)[:, None, :]  # (n, 1, 3)
-    dev = samples[0].device
+    dev = first.device
     tm, to = upload(m, dev), upload(o, dev)
     x = stacked(bd)
     if x is not None:
         y = torch.baddbmm(to, as_float(x).reshape(n, -1, 3), tm)
         return cast_to(y.reshape(x.shape), dt)
     return [cast_to(torch.addmm(to[i], as_float(s).reshape(-1, 3), tm[i]).reshape(s.shape), dt)
-            for i, s in enumerate(samples)]
+            for i, s in enumerate(bd.samples)]
 
 
 def hsv_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -81,8 +81,9 @@ def hsv_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     if n == 0:
         return []
     dt = out_dtype(ctx)
-    mats, offs = hsv_params(args, n, numpy_dtype(bd.samples[0].dtype), numpy_dtype(dt))
-    return _apply_affine(ctx, bd, mats, offs, dt)
+    first = bd.sample(0)
+    mats, offs = hsv_params(args, n, numpy_dtype(first.dtype), numpy_dtype(dt))
+    return _apply_affine(ctx, bd, first, mats, offs, dt)
 
 
 def color_twist_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -91,5 +92,6 @@ def color_twist_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     if n == 0:
         return []
     dt = out_dtype(ctx)
-    mats, offs = color_twist_params(args, n, numpy_dtype(bd.samples[0].dtype), numpy_dtype(dt))
-    return _apply_affine(ctx, bd, mats, offs, dt)
+    first = bd.sample(0)
+    mats, offs = color_twist_params(args, n, numpy_dtype(first.dtype), numpy_dtype(dt))
+    return _apply_affine(ctx, bd, first, mats, offs, dt)

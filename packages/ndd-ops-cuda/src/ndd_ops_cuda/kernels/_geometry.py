@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from ndd.plugins import (
+    RESIZE_FILTER_ARGS,
     BatchData,
     KernelArgs,
     KernelContext,
@@ -41,6 +42,7 @@ from ndd.plugins import (
     resize_filters,
     resize_plans,
     rotate_params,
+    shared_args,
     spatial_axes,
     warp_affine_params,
 )
@@ -108,16 +110,16 @@ def crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
     bd = inputs[0]
     if not len(bd):
         return []
-    samples = bd.samples
-    layout = image_layout(ctx, samples[0].ndim)
+    shapes = bd.shapes()
+    layout = image_layout(ctx, len(shapes[0]))
     ha, wa = spatial_axes(layout)
     dt = out_dtype(ctx)
-    wins = batch_windows(ctx.op, args, [(s.shape[ha], s.shape[wa]) for s in samples], args["out_of_bounds_policy"])
+    wins = batch_windows(ctx.op, args, [(s[ha], s[wa]) for s in shapes], args["out_of_bounds_policy"])
     x = stacked(bd)
     if x is not None and len({win[1] for win in wins}) == 1:
         return _crop_uniform(ctx.op, x, wins, layout, args["fill_values"], dt)
     return [_crop_uniform(ctx.op, s[None], [win], layout, args["fill_values"], dt)[0]
-            for s, win in zip(samples, wins)]
+            for s, win in zip(bd.samples, wins)]
 
 
 # -- flip -------------------------------------------------------------------------------
@@ -128,8 +130,7 @@ def flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
     n = len(bd)
     if not n:
         return []
-    samples = bd.samples
-    layout = image_layout(ctx, samples[0].ndim)
+    layout = image_layout(ctx, len(bd.shapes()[0]))
     axes = {"horizontal": layout.find("W"), "vertical": layout.find("H"), "depthwise": layout.find("D")}
     flags = {k: np.asarray(args.per_sample(k), bool).reshape(n) for k in axes}
     for k, ax in axes.items():
@@ -139,7 +140,7 @@ def flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
     x = stacked(bd)
     if x is None:
         return [s.flip([ax for k, ax in axes.items() if flags[k][i]]).contiguous() if any(
-            flags[k][i] for k in axes) else s.clone() for i, s in enumerate(samples)]
+            flags[k][i] for k in axes) else s.clone() for i, s in enumerate(bd.samples)]
     for k, ax in axes.items():
         f = flags[k]
         if f.all():
@@ -251,20 +252,19 @@ def rotate_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     n = len(bd)
     if not n:
         return []
-    samples = bd.samples
-    check_hw_layout(ctx, samples[:1])
-    in_hw = np.array([s.shape[:2] for s in samples], np.int64).reshape(n, 2)
+    check_hw_layout(ctx, [bd.sample(0)])
+    in_hw = np.array([s[:2] for s in bd.shapes()], np.int64).reshape(n, 2)
     mats, out_hw = rotate_params(ctx.op, args, in_hw)
     return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx), call_stream(ctx))
 
 
 def warp_affine_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd = inputs[0]
-    samples = bd.samples
-    check_hw_layout(ctx, samples[:1])
+    n = len(bd)
+    check_hw_layout(ctx, [bd.sample(0)] if n else [])
     mtx = host_batch(inputs[1]) if len(inputs) > 1 else None  # the matrices are needed on the host
-    mats, out_hw = warp_affine_params(ctx.op, args, mtx, [tuple(s.shape[:2]) for s in samples])
-    if not samples:
+    mats, out_hw = warp_affine_params(ctx.op, args, mtx, [s[:2] for s in bd.shapes()])
+    if not n:
         return []
     return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx), call_stream(ctx))
 
@@ -330,7 +330,7 @@ def _engine(plan: ResizePlan, filters: tuple, hw: tuple[int, int], antialias: bo
 def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[tuple[int, int]],
           antialias: bool, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and weights (n, out, taps) of one axis for every sample (fewer taps padded
-    with weight 0)."""
+    with weight 0); (1, out, taps) when all samples share them."""
     cache: dict = {}
     rows = []
     for p, k, hw in zip(plans, kinds, in_hw):
@@ -339,6 +339,8 @@ def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[
             args = (k[axis], hw[axis], p.out[axis], p.lo[axis], p.hi[axis])
             cache[key] = _pil_taps(*args) if engine == "pil" else axis_taps(*args, antialias)
         rows.append(cache[key])
+    if len(cache) == 1:  # a uniform batch: one row, broadcast over the samples
+        rows = rows[:1]
     t = max(r[0].shape[1] for r in rows)
     m = plans[0].out[axis]
     idx = np.zeros((len(rows), m, t), np.int64)
@@ -350,7 +352,8 @@ def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[
 
 
 def _resample_axis(x: torch.Tensor, idx: np.ndarray, wts: np.ndarray, axis: int) -> torch.Tensor:
-    """Resample (n, H, W, C) float32 along spatial ``axis`` (0: H, 1: W) with taps (n, out, T):
+    """Resample (n, H, W, C) float32 along spatial ``axis`` (0: H, 1: W) with taps (n, out, T)
+    (or (1, out, T), shared by all samples):
     one gather and one multiply-add per tap, accumulated in tap order like the CPU."""
     n = x.shape[0]
     dev = x.device
@@ -397,20 +400,30 @@ def _padded(samples: list[torch.Tensor]) -> torch.Tensor:
 
 def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antialias: bool, dt: torch.dtype) -> Any:
     """Resample every sample; one batched call per (output shape, engine) group."""
-    samples = bd.samples
-    gray = samples[0].ndim == 2
-    in_hw = [tuple(s.shape[:2]) for s in samples]
-    choice = [_engine(p, f, hw, antialias) for p, f, hw in zip(plans, filters, in_hw)]
+    shapes = bd.shapes()
+    gray = len(shapes[0]) == 2
+    in_hw = [s[:2] for s in shapes]
+    memo: dict = {}  # the engine once per distinct (plan, filters, size): once for a uniform batch
+    choice = []
+    for p, f, hw in zip(plans, filters, in_hw):
+        k = (id(p), f, hw)
+        if k not in memo:
+            memo[k] = _engine(p, f, hw, antialias)
+        choice.append(memo[k])
     groups: dict = {}
     for i, p in enumerate(plans):
-        groups.setdefault((p.out, tuple(samples[i].shape[2:]), choice[i][0]), []).append(i)
-    res: list = [None] * len(samples)
+        groups.setdefault((p.out, shapes[i][2:], choice[i][0]), []).append(i)
+    res: list = [None] * len(shapes)
+    dense = stacked(bd)
     for (_, _, engine), idx in groups.items():
         if len(groups) == 1:
-            x = stacked(bd)
-            x = _padded(samples) if x is None else x
+            x = _padded(bd.samples) if dense is None else dense
+            x = x[..., None] if gray else x
+        elif dense is not None:  # one gather of the group's samples
+            x = dense[idx]
             x = x[..., None] if gray else x
         else:
+            samples = bd.samples
             sub = [samples[i] if not gray else samples[i][..., None] for i in idx]
             x = torch.stack(sub) if len({s.shape for s in sub}) == 1 else _padded(sub)
         out = _resample_batch(x, [plans[i] for i in idx], [choice[i][1] for i in idx], engine,
@@ -425,10 +438,9 @@ def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antiali
 
 def resize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd = inputs[0]
-    samples = bd.samples
-    check_hw_layout(ctx, samples[:1])
-    n = len(samples)
-    shapes = [tuple(s.shape[:2]) for s in samples]
+    n = len(bd)
+    check_hw_layout(ctx, [bd.sample(0)] if n else [])
+    shapes = [s[:2] for s in bd.shapes()]
     plans, filters = resize_plans(ctx.op, args, shapes)
     out = _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx)) if n else []
     if not args["save_attrs"]:
@@ -440,13 +452,15 @@ def resize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
 def random_resized_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """The CPU kernel's windows (same random words, same draw pattern), resampled on the GPU."""
     bd = inputs[0]
-    samples = bd.samples
-    check_hw_layout(ctx, samples[:1])
-    n = len(samples)
+    n = len(bd)
+    check_hw_layout(ctx, [bd.sample(0)] if n else [])
     size = args["size"]
     oh, ow = (int(round(size[0])), int(round(size[-1])))
-    wins = random_windows(random_words(ctx, n, args["num_attempts"]), [tuple(s.shape[:2]) for s in samples], args)
+    wins = random_windows(random_words(ctx, n, args["num_attempts"]), [s[:2] for s in bd.shapes()], args)
     plans = [ResizePlan((oh, ow), (float(y0), float(x0)), (float(y0 + h), float(x0 + w)))
              for (y0, x0), (h, w) in wins]
-    filters = [resize_filters(ctx.op, args, i) for i in range(n)]
+    if n and shared_args(args, RESIZE_FILTER_ARGS):
+        filters = [resize_filters(ctx.op, args, 0)] * n
+    else:
+        filters = [resize_filters(ctx.op, args, i) for i in range(n)]
     return _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx)) if n else []

@@ -123,12 +123,12 @@ def cmn_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     n = len(bd)
     if n == 0:
         return []
-    samples = bd.samples
-    lay = image_layout(ctx, samples[0].ndim)
+    shapes = bd.shapes()
+    lay = image_layout(ctx, len(shapes[0]))
     ha, wa, ca = lay.index("H"), lay.index("W"), lay.find("C")
     dt = out_dtype(ctx)
-    chans = [s.shape[ca] if ca >= 0 else 1 for s in samples]
-    wins = batch_windows(op, args, [(s.shape[ha], s.shape[wa]) for s in samples], args["out_of_bounds_policy"])
+    chans = [s[ca] if ca >= 0 else 1 for s in shapes]
+    wins = batch_windows(op, args, [(s[ha], s[wa]) for s in shapes], args["out_of_bounds_policy"])
     mirror = np.asarray(args.per_sample("mirror"), bool).reshape(n)
     coefs = cmn_coefficients(op, args, chans)
     x = stacked(bd)
@@ -136,7 +136,7 @@ def cmn_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     if x is not None and len({win[1] for win in wins}) == 1:
         return _cmn_batch(op, x, wins, mirror, coefs, args, lay, dt, stream)
     return [_cmn_batch(op, s[None], [wins[i]], mirror[i:i + 1], [coefs[i]], args, lay, dt, stream)[0]
-            for i, s in enumerate(samples)]
+            for i, s in enumerate(bd.samples)]
 
 
 def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -147,34 +147,41 @@ def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
     """
     op = ctx.op
     bd = inputs[0]
-    samples = bd.samples
-    n = len(samples)
+    n = len(bd)
     if n == 0:
         return []
-    ndim = samples[0].ndim
+    shapes = bd.shapes()
+    ndim = len(shapes[0])
     axes = reduced_axes(op, args, ctx.input_layouts[0], ndim)
     dt = out_dtype(ctx)
     eps, ddof, scale, shift = args["epsilon"], args["ddof"], args["scale"], args["shift"]
-    dev = samples[0].device
 
     def red_shape(shape: tuple) -> tuple[int, ...]:
         return tuple(1 if d in axes else shape[d] for d in range(len(shape)))
 
     def given(name: str) -> list | None:
+        if not args.is_per_sample(name):
+            v = args[name]
+            if v is None:
+                return None
+            if bd.dense is not None:  # one shape: shaped once
+                return [shaped_param(op, name, v, red_shape(shapes[0]), 0)] * n
         vals = [args.sample(name, i) for i in range(n)]
         if any(v is None for v in vals):
             return None
-        return [shaped_param(op, name, v, red_shape(tuple(s.shape)), i) for i, (v, s) in enumerate(zip(vals, samples))]
+        return [shaped_param(op, name, v, red_shape(s), i) for i, (v, s) in enumerate(zip(vals, shapes))]
 
     means, stds = given("mean"), given("stddev")
     x = stacked(bd)
     if args["batch"]:
-        shapes = {red_shape(tuple(s.shape)) for s in samples}
-        if len(shapes) != 1:
+        red = {red_shape(s) for s in set(shapes)}
+        if len(red) != 1:
             raise ValueError(f"Operator `{op}`: with batch=True the non-reduced extents of all samples must match, "
-                             f"got {sorted(shapes)}")
+                             f"got {sorted(red)}")
     if x is not None:
         return _normalize_dense(as_float(x), axes, means, stds, args, dt)
+    samples = bd.samples
+    dev = samples[0].device
     if args["batch"]:  # ragged: batch statistics from per-sample sums
         dims = list(axes)
         count = sum(int(np.prod([s.shape[d] for d in axes])) for s in samples)
