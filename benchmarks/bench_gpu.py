@@ -276,16 +276,12 @@ def main(argv: list[str] | None = None) -> int:
                  f"{ceiling / TUTORIAL['capture']:.2f}x DALI's {TUTORIAL['capture']:,}"))
     print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
     procs = ndd.capture.default_worker_processes()
-    runs = [("cpu", False, None, "1"), ("cpu", True, None, "1"), ("gpu", False, None, "1"), ("gpu", True, 0, "1"),
-            ("gpu", True, None, "1"), ("gpu", True, None, "0")]
-    for device, capture, processes, gpu_thread in runs:
+    runs = [("cpu", False, None), ("cpu", True, None), ("gpu", False, None), ("gpu", True, 0), ("gpu", True, None)]
+    for device, capture, processes in runs:
         mode = "capture" if capture else "eager"
         name = f"MNIST loop + training, {mode}, preprocessing on {device}"
         if capture:
             name += " (pipeline on threads)" if processes == 0 else f" ({procs} worker processes)"
-        if device == "gpu" and capture and processes is None:
-            name += ", GPU part on " + ("a thread" if gpu_thread == "1" else "the loop's thread")
-        os.environ["NDD_CAPTURE_GPU_THREAD"] = gpu_thread
         ndd.capture.set_worker_processes(processes)
         try:
             rate, loss = mnist_loop(data, device, capture, epochs)
@@ -298,7 +294,6 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             ndd.capture.set_worker_processes(None)
         print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
-    os.environ.pop("NDD_CAPTURE_GPU_THREAD", None)
     if a.loops_only:
         rows.append(("decode rows", "skipped", "--loops-only"))
     else:

@@ -56,12 +56,10 @@ def run(path, capture):
     return out, str(rng.get_state())
 
 
-@pytest.mark.parametrize("processes,gpu_thread", [(0, None), (2, None), (2, "1")])
-def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes, gpu_thread, monkeypatch):
-    """On threads, and split: the reader and the angles in 2 processes, the GPU part here
-    (on the loop's thread by default, on a thread of its own with NDD_CAPTURE_GPU_THREAD=1)."""
-    if gpu_thread is not None:
-        monkeypatch.setenv("NDD_CAPTURE_GPU_THREAD", gpu_thread)
+@pytest.mark.parametrize("processes", [0, 2])
+def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
+    """On threads, and split: the reader, the decoding and the angles in 2 processes, the
+    GPU part on a thread here."""
     eager = run(lmdb_path, False)
     ndd.capture.set_worker_processes(processes)
     try:
@@ -81,7 +79,7 @@ def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes, gpu_threa
     assert all(s.eager == 1 and s.replayed == 9 for s in report.sites), str(report)
     if processes:
         assert report.worker == ("2 process(es) for the reader, 1 host operator(s) and the host stage of 1 GPU "
-                                 f"operator(s); {'a thread' if gpu_thread else 'the loop'} for the 6 on the GPU")
+                                 "operator(s); a thread for the 6 on the GPU")
     else:
         assert report.worker == "threads"
 

@@ -650,12 +650,10 @@ class CaptureLoop:
                 self.device_nodes = [n for n in self.nodes if n.id not in host]
                 self.staged_ids = staged
                 if self.device_nodes:
-                    threaded = os.environ.get("NDD_CAPTURE_GPU_THREAD", "0").strip() == "1"
-                    self.worker = SplitWorker(processes, self.compute_device_part, self.depth, threaded)
+                    self.worker = SplitWorker(processes, self.compute_device_part, self.depth)
                     self.report.worker = (
                         f"{procs} process(es) for the reader, {len(host)} host operator(s) and the host stage "
-                        f"of {len(staged)} GPU operator(s); {'a thread' if threaded else 'the loop'} for the "
-                        f"{len(self.device_nodes)} on the GPU")
+                        f"of {len(staged)} GPU operator(s); a thread for the {len(self.device_nodes)} on the GPU")
                 else:
                     self.worker = processes
                     self.report.worker = f"{procs} process(es)"

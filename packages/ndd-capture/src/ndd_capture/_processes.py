@@ -357,31 +357,22 @@ class ProcessWorker:
 
 class SplitWorker:
     """A pipeline in two stages: worker processes compute the host part of each step, and
-    ``compute(item, k)`` computes the rest here (the GPU part, which needs this process's
-    CUDA context and streams), on one thread of its own (``threaded``) or on the loop's
-    thread when the loop asks for the step. Same interface as the other workers."""
+    one thread here computes the rest with ``compute(item, k)`` (the GPU part, which needs
+    this process's CUDA context and streams). Same interface as the other workers.
 
-    def __init__(self, processes: ProcessWorker, compute: Any, depth: int, threaded: bool) -> None:
+    A thread of its own rather than the loop's thread: torch releases the interpreter lock
+    while it launches kernels, so the GPU part overlaps the training step (tutorial loop on
+    an H200: 24.0k samples/s against 18.4k on the loop's thread)."""
+
+    def __init__(self, processes: ProcessWorker, compute: Any, depth: int) -> None:
         self._processes = processes
-        self._compute = compute
-        self._thread = Worker(_host_steps(processes), compute, depth, 1) if threaded else None
-        self._k = 0
+        self._thread = Worker(_host_steps(processes), compute, depth, 1)
 
     def get(self) -> Any:
-        if self._thread is not None:
-            return self._thread.get()
-        item = self._processes.get()
-        if isinstance(item, Failure):
-            return item
-        self._k += 1
-        try:
-            return self._compute(item, self._k - 1)
-        except BaseException as e:  # noqa: BLE001 - delivered like the thread's failures
-            return Failure(e)
+        return self._thread.get()
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._thread.close()
+        self._thread.close()
         self._processes.close()
 
 
