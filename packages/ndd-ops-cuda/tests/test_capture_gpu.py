@@ -136,3 +136,70 @@ def torch_equal(a, b) -> bool:
     import torch
 
     return a.device == b.device and torch.equal(a, b)
+
+
+def _gpu_steps(path, rng, capture, pause_at=None):
+    """The tutorial body over 2 epochs; yields the worker's processes at ``pause_at``."""
+    reader = ndd.readers.Caffe2(path=path, random_shuffle=True, seed=3)
+    out = []
+    for epoch in range(2):
+        for i, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=B, capture=capture)):
+            images, targets = preprocess(jpegs, labels, rng)
+            out.append((images.cpu().numpy().copy(), targets.cpu().numpy().copy()))
+            if (epoch, i) == pause_at:
+                yield reader._capture_loop.worker._processes._procs[:]
+    yield out
+
+
+def test_a_split_pipeline_parks_and_restarts_where_the_loop_stands(lmdb_path, monkeypatch):
+    import time
+
+    from ndd_capture import _processes
+
+    monkeypatch.setattr(_processes, "PARK_AFTER_S", 0.3)
+    eager = list(_gpu_steps(lmdb_path, ndd.random.RNG(6), False))[-1]
+    ndd.capture.set_worker_processes(2)
+    try:
+        run = _gpu_steps(lmdb_path, ndd.random.RNG(6), True, pause_at=(0, 2))
+        procs = next(run)  # paused inside the loop body, mid-epoch
+        deadline = time.time() + 10
+        while any(p.poll() is None for p in procs) and time.time() < deadline:
+            time.sleep(0.05)
+        assert all(p.poll() is not None for p in procs), "idle worker processes did not park"
+        captured = next(run)
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert len(captured) == len(eager) == 10
+    for (ia, la), (ib, lb) in zip(eager, captured):
+        np.testing.assert_array_equal(ia, ib)
+        np.testing.assert_array_equal(la, lb)
+
+
+def test_a_corrupt_record_fails_the_same_way_in_a_split_pipeline(tmp_path):
+    rng = np.random.default_rng(1)
+    records = []
+    for i in range(24):
+        img = rng.integers(0, 255, (28, 28), np.uint8)
+        data = cv2.imencode(".jpg", img)[1].tobytes()
+        records.append((data[:40] if i == 13 else data, i % 10))  # record 13: cut short
+    writers.write_caffe2_lmdb(str(tmp_path), records)
+
+    def body(capture):
+        reader = ndd.readers.Caffe2(path=str(tmp_path))
+        for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+            preprocess(jpegs, labels, ndd.random.RNG(0))
+
+    with pytest.raises(ValueError) as eager:
+        body(False)
+    ndd.capture.set_worker_processes(2)
+    try:
+        with pytest.raises(ValueError) as captured:
+            body(True)
+    finally:
+        ndd.capture.set_worker_processes(None)
+    root = eager.value
+    while root.__cause__ is not None:  # eager mode wraps it ("An error happened during asynchronous execution")
+        root = root.__cause__
+    # record 13 is sample 5 of the second batch; capture mode raises the error itself
+    assert str(captured.value) == str(root)
+    assert str(root).startswith("Operator `decoders.image`: cannot decode sample 5: corrupt or truncated JPEG")
