@@ -173,3 +173,21 @@ def test_uniform_batch_is_one_dense_cuda_tensor():
     out = ndd.decoders.image(jpegs, device="gpu")
     t = out.torch()
     assert t.is_cuda and tuple(t.shape) == (8, 256, 256, 3) and t.is_contiguous()
+
+
+@pytest.mark.parametrize("out", [types.RGB, types.BGR, types.GRAY])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+def test_nvjpeg_output_to_hwc(out, dtype):
+    """nvJPEG's CHW samples become one contiguous HWC batch in DALI's output scaling."""
+    from ndd_ops_cuda._decode import _to_hwc
+
+    c = 1 if out == types.GRAY else 3
+    chw = [torch.from_numpy(RNG.integers(0, 256, (c, 5, 7), np.uint8)) for _ in range(4)]
+    got = _to_hwc(chw, out, np.dtype(dtype))
+    ref = np.stack([x.numpy().transpose(1, 2, 0) for x in chw])
+    if out == types.BGR:
+        ref = ref[..., ::-1]
+    ref = {np.uint8: ref, np.uint16: ref.astype(np.uint16) * 257,
+           np.float32: ref.astype(np.float32) * np.float32(1 / 255)}[dtype]
+    assert got.is_contiguous() and got.dtype == torch.from_numpy(ref.copy()).dtype
+    np.testing.assert_array_equal(got.numpy(), ref)

@@ -138,18 +138,22 @@ def _decode_one_on_cpu(ctx: KernelContext, kernel: Any, data: np.ndarray, i: int
     return BatchData.of(out).sample(0)
 
 
-def _to_hwc(imgs: Any, out: DALIImageType, dtype: np.dtype) -> Any:
-    """nvJPEG's CHW uint8 output (one tensor with a batch dim, or one sample) to HWC ``dtype``."""
+def _to_hwc(imgs: list[Any], out: DALIImageType, dtype: np.dtype) -> Any:
+    """nvJPEG's CHW uint8 samples (of one shape) as one contiguous HWC batch of ``dtype``.
+
+    Stacking the HWC views of the samples is one copy kernel (the concatenation reads the
+    strided views), where stacking and then making the batch HWC contiguous was two.
+    """
     import torch
 
+    hwc = torch.stack([img.movedim(0, -1) for img in imgs])
     if out == _BGR:
-        imgs = imgs.flip(-3)
-    imgs = imgs.movedim(-3, -1).contiguous()
+        hwc = hwc.flip(-1)
     if dtype == np.uint16:
-        return (imgs.to(torch.int32) * 257).to(torch.uint16)
+        return (hwc.to(torch.int32) * 257).to(torch.uint16)
     if dtype == np.float32:
-        return imgs.to(torch.float32) * (1 / 255)
-    return imgs
+        return hwc.to(torch.float32) * (1 / 255)
+    return hwc
 
 
 def _image_host_stage(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> list[BatchData]:
@@ -202,10 +206,10 @@ def _image_device_stage(ctx: KernelContext, staged: list[BatchData], args: Kerne
             decoded = None
         if decoded is not None and len(gpu_idx) == len(samples) \
                 and all(d.shape == decoded[0].shape for d in decoded):
-            return _to_hwc(torch.stack(decoded), out, dtype)
+            return _to_hwc(decoded, out, dtype)
         results: list[Any] = [None] * len(samples)
         for n, i in enumerate(gpu_idx):
-            results[i] = (_to_hwc(decoded[n], out, dtype) if decoded is not None
+            results[i] = (_to_hwc([decoded[n]], out, dtype)[0] if decoded is not None
                           else _decode_one_on_cpu(ctx, kernel, samples[i], i, args))
         for i, s in enumerate(samples):
             if results[i] is None or isinstance(results[i], np.ndarray):
