@@ -203,3 +203,38 @@ def test_a_corrupt_record_fails_the_same_way_in_a_split_pipeline(tmp_path):
     # record 13 is sample 5 of the second batch; capture mode raises the error itself
     assert str(captured.value) == str(root)
     assert str(root).startswith("Operator `decoders.image`: cannot decode sample 5: corrupt or truncated JPEG")
+
+
+def test_resume_a_split_gpu_loop_from_a_mid_epoch_state(lmdb_path):
+    """Reader and RNG states saved after step 2 of a captured GPU loop; a fresh reader and RNG
+    loaded with them continue, captured, exactly as the uninterrupted eager run."""
+    def steps(reader, rng, capture, stop_after=None, epochs=2):
+        out = []
+        for _ in range(epochs):
+            for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+                images, targets = preprocess(jpegs, labels, rng)
+                out.append((images.cpu().numpy().copy(), targets.cpu().numpy().copy()))
+                if len(out) == stop_after:
+                    return out, reader.get_state(), rng.get_state()
+        return out
+
+    ref = steps(ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=4, enable_checkpointing=True), ndd.random.RNG(8), False)
+    ndd.capture.set_worker_processes(2)
+    try:
+        first, reader_state, rng_state = steps(
+            ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=4, enable_checkpointing=True), ndd.random.RNG(8), True,
+            stop_after=2)
+        reader = ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=4, enable_checkpointing=True)
+        reader.set_state(reader_state)
+        rng = ndd.random.RNG(0)
+        rng.set_state(rng_state)
+        rest = steps(reader, rng, True, epochs=2)  # the rest of epoch 0, then epoch 1
+        worker = ndd.capture.report().worker
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert "a thread for the 6 on the GPU" in worker
+    got = first + rest
+    assert len(got) == len(ref) == 10
+    for (ia, la), (ib, lb) in zip(ref, got):
+        np.testing.assert_array_equal(ia, ib)
+        np.testing.assert_array_equal(la, lb)
