@@ -185,6 +185,20 @@ def test_handing_out_waits_for_ndd_stream():
 
 
 @pytest.mark.requires_cuda
+def test_handing_out_waits_for_the_stream_of_another_context():
+    """Data computed under one EvalContext and handed out under another (the default one):
+    the consumer waits for the stream that computed them."""
+    big = np.random.default_rng(1).random((64, 1024, 256), dtype=np.float32)
+    ctx = ndd.EvalContext()
+    for _ in range(3):
+        with ctx:
+            g = ndd.as_batch(big).gpu()  # async copy on ctx's stream
+        assert BACKEND.stream(ctx) != BACKEND.stream()
+        s = g.torch().sum()
+        assert abs(s.item() - float(big.sum(dtype=np.float64))) < 1e-3 * big.size
+
+
+@pytest.mark.requires_cuda
 def test_invalid_device_id():
     with pytest.raises(RuntimeError, match="CUDA device"):
         ndd.tensor([1]).gpu(torch.cuda.device_count())

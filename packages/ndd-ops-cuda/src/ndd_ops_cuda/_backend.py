@@ -166,12 +166,27 @@ class CudaBackend:
         for s in streams:
             s.synchronize()
 
+    def _ready_stream(self, dev: int) -> Any:
+        """The current context's stream on ``dev``, made to wait for ndd's other streams there.
+
+        Data may have been computed under another EvalContext than the one current now
+        (made inside ``with ndd.EvalContext(...)``, or by a capture pipeline thread), so a
+        consumer waits for every ndd stream on the device, not only the current one's
+        (usually there is just one).
+        """
+        mine = self.stream(None, dev)
+        for per_dev in list(self._streams.values()):
+            other = per_dev.get(dev)
+            if other is not None and other != mine:
+                mine.wait_stream(other)
+        return mine
+
     def _consumer_waits(self, arr: Any) -> None:
-        """Make torch's current stream wait for ndd's stream before it touches ``arr``."""
+        """Make torch's current stream wait for ndd's streams before it touches ``arr``."""
         import torch
 
         dev = arr.device.index
-        mine = self.stream(None, dev)
+        mine = self._ready_stream(dev)
         current = torch.cuda.current_stream(dev)
         if mine != current:
             current.wait_stream(mine)
@@ -328,6 +343,7 @@ class CudaBackend:
         """``__dlpack__`` with the consumer's ``stream`` made to wait for ndd's stream."""
         if _emulated() or arr.device.type != "cuda":
             return arr.__dlpack__(**kwargs)
+        self._ready_stream(arr.device.index)
         with self.stream_for(None, arr.device.index):
             # torch syncs `stream` with its current stream, which is now ndd's.
             return arr.__dlpack__(stream=stream, **kwargs)
@@ -343,7 +359,7 @@ class CudaBackend:
                                  "have no __cuda_array_interface__")
         d = dict(arr.__cuda_array_interface__)
         d["version"] = 3
-        d["stream"] = self.stream(None, arr.device.index).cuda_stream
+        d["stream"] = self._ready_stream(arr.device.index).cuda_stream
         return d
 
 
