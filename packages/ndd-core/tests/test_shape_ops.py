@@ -386,6 +386,10 @@ def test_slice_out_of_bounds_policies():
         sync(ndd.slice, t, start=[-2, 0], out_of_bounds_policy="pad", fill_values=[1, 2])
     with pytest.raises(ValueError, match="must be one of 'error', 'pad', 'trim_to_shape'"):
         ndd.slice(t, start=[0, 0], out_of_bounds_policy="wrap")
+    for start in ([-5, 0], [0, 9], [9, 9]):  # windows wholly outside an axis: all fill
+        out = A(ndd.slice(t, start=start, shape=[2, 2], out_of_bounds_policy="pad", fill_values=[3]))
+        assert out.shape == (2, 2, 3) and (out == 3).all(), start
+    assert A(ndd.slice(t, start=[-5, 0], shape=[2, 2], out_of_bounds_policy="trim_to_shape")).shape == (2, 0, 3)  # start is W, H
 
 
 def test_slice_errors():

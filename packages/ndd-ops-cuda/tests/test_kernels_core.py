@@ -1,7 +1,7 @@
 """GPU kernels of core's operators against the CPU ones: cast, arithmetic and ndd.math,
-subscripts, transpose, the shape ops (pad, slice and one_hot through the host, the others
-on the device) and the random ops (drawn on the host: the same values for the same RNG
-state).
+subscripts, transpose, the shape ops (pad, slice and one_hot in more detail in
+test_kernels_pad_slice_one_hot.py) and the random ops (drawn on the host: the same values
+for the same RNG state).
 
 Tolerances: exact, except float math functions (1e-6 relative) and float division
 (1 ulp-level, 1e-6 relative).
@@ -132,7 +132,7 @@ def test_reshaping_ops_make_views_on_the_device():
 
 def test_reshaping_joining_and_filling_ops_stay_on_the_device(monkeypatch):
     """These operators run core's kernel on the device tensors: nothing is copied to the
-    host (pad, which still goes through the host, shows that the check bites)."""
+    host (uint16 arithmetic, which still goes through the host, shows that the check bites)."""
     from ndd_ops_cuda.kernels import _common
 
     def no_host(x):
@@ -152,7 +152,7 @@ def test_reshaping_joining_and_filling_ops_stay_on_the_device(monkeypatch):
         out = fn().evaluate()
         assert out.device == ndd.Device("gpu:0")
     with ndd.EvalMode.sync_cpu, pytest.raises(AssertionError, match="copied to the host"):
-        ndd.pad(b, fill_value=0)
+        ndd.cast(b, dtype=ndd.uint16) * 3
 
 
 def test_constant_ops_on_the_gpu():

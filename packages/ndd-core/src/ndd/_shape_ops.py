@@ -806,7 +806,9 @@ def _slice_one(x: np.ndarray, box: list, lead: int, policy: str, fill: Any, layo
                     f"Operator `slice`: the slice [{st}, {en}) on axis {ax} is out of bounds for extent {d} "
                     "(out_of_bounds_policy='error'); use 'pad' or 'trim_to_shape'"
                 )
-    inner = tuple(slice(max(st, 0), min(en, d)) for (st, en), d in zip(box, shape))
+    # clamped at both ends: a window wholly outside an axis selects nothing (a negative stop
+    # would count from the end)
+    inner = tuple(slice(min(max(st, 0), d), min(max(en, 0), d)) for (st, en), d in zip(box, shape))
     if policy != "pad" or all(st >= 0 and en <= d for (st, en), d in zip(box, shape)):
         out = x[(slice(None),) * lead + inner]
         return out if out.dtype == npd else out.astype(npd)

@@ -32,9 +32,12 @@ _WHERE = {
     "_arithm": ("_core", "arithm_gpu"),
     "_subscript": ("_core", "subscript_gpu"),
     "transpose": ("_core", "transpose_gpu"),
+    "pad": ("_shape", "pad_gpu"),
+    "one_hot": ("_shape", "one_hot_gpu"),
+    "slice": ("_shape", "slice_gpu"),
     **{op: ("_core", "HOST_KERNELS") for op in (
         "reshape", "squeeze", "expand_dims", "cat", "stack", "full", "full_like", "ones", "ones_like",
-        "zeros", "zeros_like", "pad", "one_hot", "slice", "random.uniform", "random.normal",
+        "zeros", "zeros_like", "random.uniform", "random.normal",
         "random.coin_flip", "random.beta", "random.choice")},
 }
 

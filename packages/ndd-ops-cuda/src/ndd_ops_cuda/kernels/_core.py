@@ -1,6 +1,8 @@
 """GPU kernels of core's own operators: ``cast``, arithmetic (``_arithm``), subscripts
-(``_subscript``), ``transpose`` in torch; the other shape ops and the random ops run
-core's CPU kernel on host copies and upload the result (:func:`via_host`).
+(``_subscript``), ``transpose`` in torch; the reshaping, joining and filling ops run core's
+CPU kernel on the device tensors (:func:`on_device`); ``pad``, ``one_hot`` and ``slice``
+are in ``_shape``; the random ops run core's CPU kernel on host copies and upload the
+result (:func:`via_host`).
 
 Random ops draw exactly as on the CPU (same words, same values): the values are
 drawn on the host by the CPU kernel and uploaded, which is the cheap part for the
@@ -270,12 +272,11 @@ def transpose_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
 
 
 # Core operators whose kernels also take the backend's tensors (reshaping, joining, filling)
-# run them on the device; the rest run core's CPU kernel on host copies.
+# run them on the device; the random ops run core's CPU kernel on host copies.
 HOST_KERNELS: dict[str, Callable] = {
     "reshape": on_device("reshape", host_inputs=(1,)),
     **{op: on_device(op) for op in ("squeeze", "expand_dims", "cat", "stack", "full", "full_like", "ones",
                                     "ones_like", "zeros", "zeros_like")},
-    **{op: via_host(op) for op in ("pad", "one_hot", "slice")},
     "random.uniform": via_host("random.uniform", ()),
     "random.normal": via_host("random.normal", ()),
     "random.coin_flip": via_host("random.coin_flip", ()),
