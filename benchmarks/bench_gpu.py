@@ -6,6 +6,7 @@
   captured, preprocessing on the CPU and on the GPU (the model on the GPU in all), the
   captured GPU loop on threads and split across worker processes (the default).
   The tutorial's figures for DALI on its GPU: 25,713 samples/s eager, 41,392 captured.
+* The CPU cost of each operator call of the tutorial's GPU step.
 * decoders.image on batches of 256x256 RGB JPEGs, images/s: the CPU decoder
   (libjpeg-turbo on the thread pool) vs device="gpu" (nvJPEG's batched decoder), and
   the pixel difference between the two.
@@ -240,6 +241,41 @@ def profile_loops(data: pathlib.Path, out: pathlib.Path) -> None:
 mnist_loop_profiler = None
 
 
+def op_rows(data: pathlib.Path) -> list[tuple[str, str, str]]:
+    """Per-call cost of each operator of the tutorial's GPU step (EvalMode.sync_cpu: each
+    call runs before it returns; its GPU work stays queued): where a step's CPU time goes."""
+    import timeit
+
+    reader = ndd.readers.Caffe2(path=str(data))
+    jpegs, labels = next(iter(reader.next_epoch(batch_size=B)))
+    rng = ndd.random.RNG(0)
+    rows = []
+    with ndd.EvalMode.sync_cpu:
+        imgs = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        angles = ndd.random.uniform(batch_size=B, range=[-7.5, 7.5], rng=rng)
+        rot = ndd.rotate(imgs, angle=angles, keep_size=True, fill_value=0)
+        lab = labels.gpu()
+        sq = ndd.squeeze(lab, axes=0)
+        calls = {
+            "decoders.image(device='gpu'), 28x28 (CPU decode + upload)":
+                lambda: ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY),
+            "random.uniform": lambda: ndd.random.uniform(batch_size=B, range=[-7.5, 7.5], rng=rng),
+            "rotate": lambda: ndd.rotate(imgs, angle=angles, keep_size=True, fill_value=0),
+            "crop_mirror_normalize": lambda: ndd.crop_mirror_normalize(
+                rot, dtype=ndd.float32, output_layout="CHW", mean=[0.1307 * 255], std=[0.3081 * 255]),
+            "labels.gpu()": lambda: labels.gpu(),
+            "squeeze": lambda: ndd.squeeze(lab, axes=0),
+            "cast": lambda: ndd.cast(sq, dtype=ndd.int64),
+            ".torch()": lambda: rot.torch(),
+        }
+        for name, fn in calls.items():
+            fn()
+            best = min(timeit.repeat(fn, number=20, repeat=15)) / 20
+            rows.append((f"  {name}", f"{best * 1e6:,.0f} µs", "per call, batch 64 (best of 15 x 20)"))
+        _sync()
+    return rows
+
+
 def _decode_table(a: argparse.Namespace) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     try:
@@ -294,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             ndd.capture.set_worker_processes(None)
         print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
+    try:
+        rows += op_rows(data)
+    except Exception as e:  # noqa: BLE001
+        rows.append(("per-operator cost", "FAILED", f"{type(e).__name__}: {e}"[:160]))
     if a.loops_only:
         rows.append(("decode rows", "skipped", "--loops-only"))
     else:
