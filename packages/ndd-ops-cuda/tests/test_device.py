@@ -199,6 +199,20 @@ def test_handing_out_waits_for_the_stream_of_another_context():
 
 
 @pytest.mark.requires_cuda
+def test_cupy_arrays_in_and_out_without_copies():
+    """CuPy (cupy-cuda12x or cupy-cuda13x, whichever matches the machine) meets ndd through
+    ``__cuda_array_interface__``: no copy either way, and the values survive an operator."""
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+    src = cp.arange(2 * 4 * 6 * 3, dtype=cp.uint8).reshape(2, 4, 6, 3)
+    b = ndd.as_batch(src, layout="HWC")
+    assert b.device == ndd.Device("gpu:0") and _stored(b).data_ptr() == src.data.ptr
+    flipped = ndd.flip(b, horizontal=1)
+    back = cp.asarray(flipped.tensors[0])
+    assert back.data.ptr == flipped.tensors[0].__cuda_array_interface__["data"][0]
+    np.testing.assert_array_equal(cp.asnumpy(back), cp.asnumpy(src[0, :, ::-1]))
+
+
+@pytest.mark.requires_cuda
 def test_invalid_device_id():
     with pytest.raises(RuntimeError, match="CUDA device"):
         ndd.tensor([1]).gpu(torch.cuda.device_count())
