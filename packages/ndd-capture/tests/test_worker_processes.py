@@ -205,3 +205,25 @@ def test_a_dropped_reader_is_collected_and_its_pipeline_stops(lmdb_path, process
         time.sleep(0.05)
     assert ref() is None, "the reader of a dropped capture loop was not collected"
     assert all(p.poll() is not None for p in procs)
+
+
+def test_pipeline_threads_are_stopped_at_exit(lmdb_path):
+    """At interpreter exit every live pipeline is stopped (a thread left inside a kernel
+    while the interpreter shuts down can abort the process), also a loop left mid-epoch."""
+    import threading
+
+    from ndd_capture import _pipeline
+
+    ndd.capture.set_worker_processes(0)
+    try:
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=8, capture=True)):
+            ndd.decoders.image(jpegs)
+            if i == 2:
+                break  # the pipeline keeps computing ahead
+    finally:
+        ndd.capture.set_worker_processes(None)
+    worker = reader._capture_loop.worker
+    assert worker in _pipeline._LIVE
+    _pipeline._stop_live_workers()  # what atexit runs
+    assert not [t for t in threading.enumerate() if t.name == "ndd-capture-worker"]

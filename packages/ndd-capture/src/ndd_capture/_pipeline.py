@@ -14,8 +14,10 @@ dropped reader can be garbage-collected.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +34,18 @@ class Failure:
 
 
 END = object()  # the source is exhausted
+
+
+# Every live Worker, stopped at exit: a pipeline thread still inside a kernel (OpenCV,
+# torch) while the interpreter shuts down can abort the process ("terminate called
+# without an active exception"). Weak: a dropped loop's worker is not kept alive.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_workers() -> None:
+    for w in list(_LIVE):
+        w.close()
 
 
 HEAVY_STEP_S = 0.010  # mean step compute time from which more than one thread is used
@@ -63,6 +77,7 @@ class Worker:
         self._next_get = 0
         self._finished = False
         self._stop = False
+        _LIVE.add(self)
 
     def _run(self) -> None:
         me = threading.current_thread()
