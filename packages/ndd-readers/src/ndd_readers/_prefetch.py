@@ -12,6 +12,7 @@ long and an unfinished iterator costs nothing.  ``close()`` stops the worker at 
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -87,7 +88,9 @@ class Prefetcher:
             self._stop = True
             t = self._thread
         self._slots.release()  # wake a worker waiting for a slot
-        if t is not None and t is not threading.current_thread():
+        # Not while the interpreter shuts down (a generator closed by the last garbage
+        # collection): daemon threads are frozen then, and joining one never returns.
+        if t is not None and t is not threading.current_thread() and not sys.is_finalizing():
             t.join()
         self._thread = None
         while not self._results.empty():
