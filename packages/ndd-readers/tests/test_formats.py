@@ -955,32 +955,3 @@ def test_example_parser_reuse_across_threads():
     with ThreadPoolExecutor(8) as ex:
         list(ex.map(work, range(300)))
     assert results == list(range(300))
-
-
-def test_a_source_collected_while_an_environment_opens_does_not_deadlock(tmp_path, monkeypatch):
-    """Garbage collection can finalize a source while this thread opens another environment
-    (holding the cache's lock): the release waits for the next open instead of deadlocking,
-    and the collected source's environment is then closed."""
-    import gc
-
-    c2.write_caffe2_lmdb(tmp_path / "a", [(b"x", 1)])
-    c2.write_caffe2_lmdb(tmp_path / "b", [(b"y", 2)])
-    old = c2.Caffe2Source(tmp_path / "a")
-    old.cycle = old  # collected only by the cycle collector
-    del old
-    opened = c2._open_new_env
-
-    def open_with_gc(path):
-        gc.collect()  # what an allocation can trigger at any point
-        return opened(path)
-
-    monkeypatch.setattr(c2, "_open_new_env", open_with_gc)
-    result = []
-    t = threading.Thread(target=lambda: result.append(c2.Caffe2Source(tmp_path / "b")), daemon=True)
-    t.start()
-    t.join(timeout=20)
-    assert not t.is_alive(), "deadlock: a source's finalizer waited for the lock its own thread held"
-    key_a = os.path.realpath(tmp_path / "a")
-    assert key_a in c2._ENVS  # released by the next open or release, not by the finalizer
-    result[0].close()
-    assert key_a not in c2._ENVS and os.path.realpath(tmp_path / "b") not in c2._ENVS

@@ -30,7 +30,6 @@ from __future__ import annotations
 import bisect
 import os
 import threading
-from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -505,12 +504,8 @@ class Caffe2Source:
         self._envs = []
 
     def __del__(self) -> None:
-        # Garbage collection can run this while this thread holds _ENVS_LOCK (inside
-        # _open_env): hand the releases to the next open or release instead of taking it.
-        envs = getattr(self, "_envs", None)
-        if envs:
-            _PENDING.extend(self.paths[: len(envs)])
-            self._envs = []
+        if getattr(self, "_envs", None):
+            self.close()
 
     def __enter__(self) -> Caffe2Source:
         return self
@@ -523,13 +518,11 @@ class Caffe2Source:
 # database (two readers, or a throwaway reader for metadata) share it, counted.
 _ENVS: dict[str, list] = {}
 _ENVS_LOCK = threading.Lock()
-_PENDING: deque[str] = deque()  # releases of sources that were garbage-collected
 
 
 def _open_env(path: str) -> lmdb.Environment:
     key = os.path.realpath(path)
     with _ENVS_LOCK:
-        _release_pending()
         entry = _ENVS.get(key)
         if entry is None:
             entry = _ENVS[key] = [_open_new_env(path), 0]
@@ -538,24 +531,14 @@ def _open_env(path: str) -> lmdb.Environment:
 
 
 def _release_env(path: str) -> None:
-    with _ENVS_LOCK:
-        _release_pending()
-        _release_locked(path)
-
-
-def _release_pending() -> None:
-    while _PENDING:
-        _release_locked(_PENDING.popleft())
-
-
-def _release_locked(path: str) -> None:
     key = os.path.realpath(path)
-    entry = _ENVS.get(key)
-    if entry is not None:
-        entry[1] -= 1
-        if entry[1] == 0:
-            del _ENVS[key]
-            entry[0].close()
+    with _ENVS_LOCK:
+        entry = _ENVS.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _ENVS[key]
+                entry[0].close()
 
 
 def _open_new_env(path: str) -> lmdb.Environment:
