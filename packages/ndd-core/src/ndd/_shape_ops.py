@@ -791,9 +791,9 @@ def _slice_box(args: KernelArgs, i: int, shape: tuple, axes: tuple, anchor: Any,
     return box
 
 
-def _slice_one(x: np.ndarray, box: list, lead: int, policy: str, fill: Any, layout: str | None,
-               npd: np.dtype) -> np.ndarray:
-    shape = x.shape[lead:]
+def _slice_window(box: list, shape: tuple, policy: str) -> tuple[list, bool]:
+    """A sample's window checked and adjusted for ``policy`` (shared with the GPU kernel):
+    the window, and whether it needs padding."""
     for ax, (st, en) in enumerate(box):
         if en < st:
             raise ValueError(f"Operator `slice`: the slice on axis {ax} has a negative extent ({st}..{en})")
@@ -806,10 +806,17 @@ def _slice_one(x: np.ndarray, box: list, lead: int, policy: str, fill: Any, layo
                     f"Operator `slice`: the slice [{st}, {en}) on axis {ax} is out of bounds for extent {d} "
                     "(out_of_bounds_policy='error'); use 'pad' or 'trim_to_shape'"
                 )
+    return box, policy == "pad" and not all(st >= 0 and en <= d for (st, en), d in zip(box, shape))
+
+
+def _slice_one(x: np.ndarray, box: list, lead: int, policy: str, fill: Any, layout: str | None,
+               npd: np.dtype) -> np.ndarray:
+    shape = x.shape[lead:]
+    box, pad = _slice_window(box, shape, policy)
     # clamped at both ends: a window wholly outside an axis selects nothing (a negative stop
     # would count from the end)
     inner = tuple(slice(min(max(st, 0), d), min(max(en, 0), d)) for (st, en), d in zip(box, shape))
-    if policy != "pad" or all(st >= 0 and en <= d for (st, en), d in zip(box, shape)):
+    if not pad:
         out = x[(slice(None),) * lead + inner]
         return out if out.dtype == npd else out.astype(npd)
     out_shape = x.shape[:lead] + tuple(en - st for st, en in box)

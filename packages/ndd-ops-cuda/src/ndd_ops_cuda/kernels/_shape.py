@@ -33,6 +33,7 @@ from ndd._shape_ops import (  # core's argument helpers (the CPU kernels' own)
     _pad_target,
     _slice_axes,
     _slice_box,
+    _slice_window,
 )
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
@@ -157,25 +158,6 @@ def one_hot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -
 # -- slice --------------------------------------------------------------------------
 
 
-def _check_box(box: list, shape: tuple, policy: str) -> tuple[list, bool]:
-    """The CPU kernel's checks of a window (same messages): the window after the policy
-    and whether it needs padding."""
-    for ax, (st, en) in enumerate(box):
-        if en < st:
-            raise ValueError(f"Operator `slice`: the slice on axis {ax} has a negative extent ({st}..{en})")
-    if policy == "trim_to_shape":
-        box = [(min(max(st, 0), d), min(max(en, 0), d)) for (st, en), d in zip(box, shape)]
-    elif policy == "error":
-        for ax, ((st, en), d) in enumerate(zip(box, shape)):
-            if st < 0 or en > d:
-                raise ValueError(
-                    f"Operator `slice`: the slice [{st}, {en}) on axis {ax} is out of bounds for extent {d} "
-                    "(out_of_bounds_policy='error'); use 'pad' or 'trim_to_shape'"
-                )
-    pad = policy == "pad" and not all(st >= 0 and en <= d for (st, en), d in zip(box, shape))
-    return box, pad
-
-
 def _cut(x: torch.Tensor, box: list, lead: int, fill: torch.Tensor | None, dt: torch.dtype) -> torch.Tensor:
     """The window ``box`` of the sample axes after ``lead`` leading ones; ``fill`` (in the
     :func:`_bits` dtype of ``dt``) where it leaves the input, None when it does not."""
@@ -243,7 +225,7 @@ def slice_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
     def plan(i: int, shape: tuple, axes: tuple, anchor_i: Any, shape_i: Any) -> tuple[list, Any]:
         """The window of sample ``i`` and its fill values (None: no padding), computed and
         checked as the CPU kernel does."""
-        box, pad = _check_box(_slice_box(args, i, shape, axes, anchor_i, shape_i), shape, policy)
+        box, pad = _slice_window(_slice_box(args, i, shape, axes, anchor_i, shape_i), shape, policy)
         return box, (_fill_array(fill_values, tuple(en - st for st, en in box), layout, npd) if pad else None)
 
     one = anchor is None and shp is None and not any(args.is_per_sample(a) for a in _SLICE_ARGS)
