@@ -179,6 +179,34 @@ def test_relative_paths_mean_what_they_meant_when_the_reader_was_made(lmdb_path,
     assert labels == [i % 10 for i in range(40)]
 
 
+@pytest.mark.parametrize("processes", [0, 2])
+def test_a_dropped_reader_is_collected_and_its_pipeline_stops(lmdb_path, processes):
+    """Loop and reader refer to each other, and nothing else holds them once the caller
+    drops the reader: both are collected, and the worker processes are closed then, not
+    only when they park."""
+    import weakref
+
+    ndd.capture.set_worker_processes(processes)
+    try:
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=8, capture=True)):
+            ndd.decoders.image(jpegs)
+            if i == 2:
+                procs = list(getattr(reader._capture_loop.worker, "_procs", []))
+                break
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert len(procs) == processes
+    ref = weakref.ref(reader)
+    del reader, jpegs
+    deadline = time.time() + 10
+    while ref() is not None and time.time() < deadline:
+        gc.collect()  # the pipeline thread (threads mode) lets go once it parks (0.5 s)
+        time.sleep(0.05)
+    assert ref() is None, "the reader of a dropped capture loop was not collected"
+    assert all(p.poll() is not None for p in procs)
+
+
 def test_pipeline_threads_are_stopped_at_exit(lmdb_path):
     """At interpreter exit every live pipeline is stopped (a thread left inside a kernel
     while the interpreter shuts down can abort the process), also a loop left mid-epoch."""

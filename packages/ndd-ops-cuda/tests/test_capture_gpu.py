@@ -238,3 +238,34 @@ def test_resume_a_split_gpu_loop_from_a_mid_epoch_state(lmdb_path):
     for (ia, la), (ib, lb) in zip(ref, got):
         np.testing.assert_array_equal(ia, ib)
         np.testing.assert_array_equal(la, lb)
+
+
+def test_dropping_the_reader_of_a_split_loop_stops_its_thread_and_processes(lmdb_path):
+    """The pipeline outlives a ``break`` (the next epoch reuses it) but not its reader: once the
+    reader is dropped, the pipeline thread parks and the worker processes are closed."""
+    import gc
+    import threading
+    import time
+
+    def pipeline_threads():
+        return [t for t in threading.enumerate() if t.name == "ndd-capture-worker"]
+
+    before = set(pipeline_threads())
+    ndd.capture.set_worker_processes(2)
+    try:
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        rng = ndd.random.RNG(1)
+        for i, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            preprocess(jpegs, labels, rng)
+            if i == 2:
+                procs = reader._capture_loop.worker._processes._procs[:]
+                break
+    finally:
+        ndd.capture.set_worker_processes(None)
+    del reader, jpegs, labels
+    deadline = time.time() + 15
+    while time.time() < deadline and (any(p.poll() is None for p in procs) or set(pipeline_threads()) - before):
+        gc.collect()
+        time.sleep(0.1)
+    assert all(p.poll() is not None for p in procs), "worker processes outlived their reader"
+    assert not set(pipeline_threads()) - before

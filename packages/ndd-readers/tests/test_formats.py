@@ -955,3 +955,52 @@ def test_example_parser_reuse_across_threads():
     with ThreadPoolExecutor(8) as ex:
         list(ex.map(work, range(300)))
     assert results == list(range(300))
+
+
+def test_sources_over_one_database_share_its_environment_until_the_last_is_gone(tmp_path):
+    """LMDB allows one environment per path and process: sources share it, closing one
+    source leaves the other readable, and the environment closes with the last source."""
+    import gc
+    import weakref
+
+    c2.write_caffe2_lmdb(tmp_path / "a", [(b"x", 1), (b"y", 2)])
+    first = c2.Caffe2Source(tmp_path / "a")
+    second = c2.Caffe2Source(str(tmp_path / "a") + "/")  # the same database, spelled differently
+    assert first._envs[0] is second._envs[0]
+    env = weakref.ref(first._envs[0])
+    first.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        first.read(0)
+    assert c2.parse_caffe2_record(second.read(1))[1][0] == 2
+    second.cycle = second  # collected only by the cycle collector, with no close()
+    del second
+    gc.collect()
+    assert env() is None, "the environment outlived every source over it"
+    third = c2.Caffe2Source(tmp_path / "a")  # a fresh environment
+    assert c2.parse_caffe2_record(third.read(0))[1][0] == 1
+
+
+def test_a_source_collected_while_an_environment_opens_does_not_deadlock(tmp_path, monkeypatch):
+    """Garbage collection can drop a source at any allocation, also while this thread
+    opens another environment under the cache's lock: nothing waits for that lock then."""
+    import gc
+
+    c2.write_caffe2_lmdb(tmp_path / "a", [(b"x", 1)])
+    c2.write_caffe2_lmdb(tmp_path / "b", [(b"y", 2)])
+    old = c2.Caffe2Source(tmp_path / "a")
+    old.cycle = old
+    del old
+    opened = c2._open_new_env
+
+    def open_with_gc(path):
+        gc.collect()  # what an allocation can trigger at any point
+        return opened(path)
+
+    monkeypatch.setattr(c2, "_open_new_env", open_with_gc)
+    result = []
+    t = threading.Thread(target=lambda: result.append(c2.Caffe2Source(tmp_path / "b")), daemon=True)
+    t.start()
+    t.join(timeout=20)
+    assert not t.is_alive(), "deadlock: collecting a source waited for the lock its own thread held"
+    assert os.path.realpath(tmp_path / "a") not in c2._ENVS  # its environment closed with it
+    assert c2.parse_caffe2_record(result[0].read(0))[1][0] == 2

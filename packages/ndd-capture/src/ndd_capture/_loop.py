@@ -23,7 +23,6 @@ import os
 import sys
 import threading
 import warnings
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -844,19 +843,8 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
         loop.reader = reader
         reader._capture_loop = loop
         loop.source = _Source(reader, batch_size)
-        weakref.finalize(reader, _finalize, loop)
         reader._before_restore.append(loop.restart_source)
     return _reader_steps(reader, loop)
-
-
-def _finalize(loop: CaptureLoop) -> None:
-    if loop.worker is not None:
-        loop.worker.close()
-    if loop.source is not None:
-        try:
-            loop.source.close()
-        except (RuntimeError, ValueError):
-            pass
 
 
 def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:

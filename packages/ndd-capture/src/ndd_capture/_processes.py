@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import traceback
+import weakref
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -279,9 +280,12 @@ class ProcessWorker:
         self._spec = spec
         self._processes = processes
         self._allowance = max(1, -(-depth // processes))
+        # Filled and emptied in place: the finalizer below closes whatever they hold when
+        # this worker is garbage-collected with its loop (a dropped reader).
         self._conns: list[Connection] = []
         self._receivers: list[_Receiver] = []
         self._procs: list[subprocess.Popen] = []
+        weakref.finalize(self, _shutdown, self._conns, self._procs, self._receivers)
         self._next = 0
         self._start()
 
@@ -338,21 +342,28 @@ class ProcessWorker:
         return extra, outs, vals
 
     def close(self) -> None:
-        for conn in self._conns:
-            try:
-                conn.send_bytes(b"")
-                conn.close()
-            except OSError:
-                pass
-        for p in self._procs:
-            try:
-                p.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=2)
-        for r in self._receivers:
-            r.close()
-        self._conns, self._procs, self._receivers = [], [], []
+        _shutdown(self._conns, self._procs, self._receivers)
+
+
+def _shutdown(conns: list[Connection], procs: list[subprocess.Popen], receivers: list[_Receiver]) -> None:
+    """Tell the processes to stop, wait for them (kill after 2 s) and empty the lists."""
+    for conn in conns:
+        try:
+            conn.send_bytes(b"")
+            conn.close()
+        except OSError:
+            pass
+    for p in procs:
+        try:
+            p.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=2)
+    for r in receivers:
+        r.close()
+    conns.clear()
+    procs.clear()
+    receivers.clear()
 
 
 class SplitWorker:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -498,14 +499,9 @@ class Caffe2Source:
                 txn.abort()
 
     def close(self) -> None:
-        """Close all environments; further reads raise ``RuntimeError``."""
-        for path in self.paths[: len(self._envs)]:
-            _release_env(path)
+        """Let go of the environments; further reads raise ``RuntimeError``. An environment
+        closes when no source refers to it any more."""
         self._envs = []
-
-    def __del__(self) -> None:
-        if getattr(self, "_envs", None):
-            self.close()
 
     def __enter__(self) -> Caffe2Source:
         return self
@@ -515,30 +511,22 @@ class Caffe2Source:
 
 
 # LMDB allows one open environment per path and process, so sources over the same
-# database (two readers, or a throwaway reader for metadata) share it, counted.
-_ENVS: dict[str, list] = {}
+# database (two readers, or a throwaway reader for metadata) share it. The cache holds
+# the environments weakly: one closes when its last source is gone, never while a source
+# (or a thread reading through one) still holds it, and no finalizer has to take a lock
+# (a garbage-collected source used to release its environment from ``__del__``, which
+# deadlocked when the collection ran inside an open on the same thread).
+_ENVS: weakref.WeakValueDictionary[str, lmdb.Environment] = weakref.WeakValueDictionary()
 _ENVS_LOCK = threading.Lock()
 
 
 def _open_env(path: str) -> lmdb.Environment:
     key = os.path.realpath(path)
     with _ENVS_LOCK:
-        entry = _ENVS.get(key)
-        if entry is None:
-            entry = _ENVS[key] = [_open_new_env(path), 0]
-        entry[1] += 1
-        return entry[0]
-
-
-def _release_env(path: str) -> None:
-    key = os.path.realpath(path)
-    with _ENVS_LOCK:
-        entry = _ENVS.get(key)
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] == 0:
-                del _ENVS[key]
-                entry[0].close()
+        env = _ENVS.get(key)
+        if env is None:
+            env = _ENVS[key] = _open_new_env(path)
+        return env
 
 
 def _open_new_env(path: str) -> lmdb.Environment:
