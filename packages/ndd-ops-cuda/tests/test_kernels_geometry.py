@@ -110,6 +110,8 @@ def test_warp_affine(shapes):
     ref = ndd.warp_affine(b, mtx)
     got = ndd.warp_affine(b.gpu(), mtx.gpu())
     _warp_close([np.asarray(t) for t in ref], [np.asarray(t) for t in got.cpu()], np.uint8)
+    got = ndd.warp_affine(b.gpu(), mtx)  # matrices on the CPU, images on the GPU
+    _warp_close([np.asarray(t) for t in ref], [np.asarray(t) for t in got.cpu()], np.uint8)
 
 
 @pytest.mark.parametrize("n, oh, ow", [(4, 28, 28), (3, 17, 40), (2, 1, 9), (1, 6, 1)])

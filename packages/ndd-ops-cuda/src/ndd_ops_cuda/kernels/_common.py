@@ -56,6 +56,9 @@ def device_of(ctx: KernelContext, inputs: list[BatchData | None]) -> torch.devic
 
 def upload(a: Any, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
     """A small host array (per-sample parameters) as a tensor on ``device`` (no sync)."""
+    from .._backend import BACKEND
+
+    BACKEND.check_not_capturing()
     t = torch.from_numpy(np.ascontiguousarray(a))
     if dtype is not None:
         t = t.to(dtype)
@@ -99,13 +102,16 @@ def cached_constant(key: Any, stream: Any, make: Callable[[], torch.Tensor]) -> 
     return t
 
 
-def to_host(x: torch.Tensor) -> np.ndarray:
-    """A tensor as a NumPy array (a device-to-host copy: synchronises)."""
+def to_host(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    """A tensor as a NumPy array (a device-to-host copy: synchronises); host data as they are."""
+    if isinstance(x, np.ndarray):
+        return x
     return x.detach().cpu().numpy()
 
 
 def host_batch(bd: BatchData | None) -> BatchData | None:
-    """``bd`` with NumPy samples (copied to the host)."""
+    """``bd`` with NumPy samples (copied to the host; an input on the CPU, such as a
+    per-sample matrix batch, is taken as it is)."""
     if bd is None:
         return None
     if bd.dense is not None:
