@@ -4,7 +4,8 @@
 * The capture-mode tutorial's MNIST-like loop with training, batch 64 (Caffe2 reader →
   decoders.image GRAY → random rotation → crop_mirror_normalize → MLP + SGD), eager and
   captured, preprocessing on the CPU and on the GPU (the model on the GPU in all), the
-  captured GPU loop on threads and split across worker processes (the default).
+  captured GPU loop on threads and split across worker processes (the default), its GPU part
+  kernel by kernel and as one device graph (the default).
   The tutorial's figures for DALI on its GPU: 25,713 samples/s eager, 41,392 captured.
 * The CPU cost of each operator call of the tutorial's GPU step.
 * decoders.image on batches of 256x256 RGB JPEGs, images/s: the CPU decoder
@@ -312,13 +313,17 @@ def main(argv: list[str] | None = None) -> int:
                  f"{ceiling / TUTORIAL['capture']:.2f}x DALI's {TUTORIAL['capture']:,}"))
     print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
     procs = ndd.capture.default_worker_processes()
-    runs = [("cpu", False, None), ("cpu", True, None), ("gpu", False, None), ("gpu", True, 0), ("gpu", True, None)]
-    for device, capture, processes in runs:
+    runs = [("cpu", False, None, True), ("cpu", True, None, True), ("gpu", False, None, True),
+            ("gpu", True, 0, True), ("gpu", True, None, False), ("gpu", True, None, True)]
+    for device, capture, processes, graphs in runs:
         mode = "capture" if capture else "eager"
         name = f"MNIST loop + training, {mode}, preprocessing on {device}"
         if capture:
             name += " (pipeline on threads)" if processes == 0 else f" ({procs} worker processes)"
+            if device == "gpu" and processes != 0:
+                name += ", GPU part as one device graph" if graphs else ", GPU part kernel by kernel"
         ndd.capture.set_worker_processes(processes)
+        ndd.capture.set_device_graphs(graphs)
         try:
             rate, loss = mnist_loop(data, device, capture, epochs)
         except Exception as e:  # noqa: BLE001 - one failing row must not hide the others
@@ -329,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
                          f"{rate / ref:.2f}x DALI's {ref:,} (loss {loss:.3f})"))
         finally:
             ndd.capture.set_worker_processes(None)
+            ndd.capture.set_device_graphs(True)
         print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
+        if capture and ndd.capture.report() is not None:
+            print(f"    pipeline: {ndd.capture.report().worker}", flush=True)
     try:
         rows += op_rows(data)
     except Exception as e:  # noqa: BLE001

@@ -400,3 +400,20 @@ def test_abandoned_iterator_during_the_traced_step_is_closed_by_next_epoch(lmdb_
     assert ndd.capture.report().sites[0].replayed == n - 1
     with pytest.raises(StopIteration):
         next(it)
+
+
+def test_a_constant_positional_input_is_replayed(lmdb_path):
+    """A constant given as an input (``full_like``'s fill value) is part of the graph: every
+    later step replays it (it used to be compared with its broadcast batch, so each step fell
+    back with NDD-C203)."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    out = []
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+        filled = ndd.full_like(images, 3)
+        out.append(np.array(ndd.as_tensor(filled)))
+    report = ndd.capture.report()
+    site = report.sites[1]
+    assert site.op == "full_like" and site.captured, str(report)
+    assert site.replayed == len(out) - 1 and not report.fallbacks, str(report)
+    assert all(o.shape == (B, 28, 28, 1) and (o == 3).all() for o in out)

@@ -79,7 +79,8 @@ def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
     assert all(s.eager == 1 and s.replayed == 9 for s in report.sites), str(report)
     if processes:
         assert report.worker == ("2 process(es) for the reader, 1 host operator(s) and the host stage of 1 GPU "
-                                 "operator(s); a thread for the 6 on the GPU")
+                                 "operator(s); a thread for the 6 on the GPU; the GPU part replayed as one "
+                                 "device graph")
     else:
         assert report.worker == "threads"
 
@@ -269,3 +270,153 @@ def test_dropping_the_reader_of_a_split_loop_stops_its_thread_and_processes(lmdb
         time.sleep(0.1)
     assert all(p.poll() is not None for p in procs), "worker processes outlived their reader"
     assert not set(pipeline_threads()) - before
+
+
+def _graph_of(reader):
+    """The device graph runner of a reader's split capture pipeline."""
+    from ndd_capture._device_graph import DeviceGraph
+
+    compute = reader._capture_loop.worker._thread._compute
+    return getattr(compute, "__self__", None) if isinstance(getattr(compute, "__self__", None), DeviceGraph) \
+        else None
+
+
+def graphed_run(path, body, graphs=True, epochs=2, processes=2):
+    """``body(jpegs, labels, rng)`` over ``epochs`` epochs in capture mode with a split
+    pipeline: (outputs as NumPy, the RNG's final state, the device graph runner or None)."""
+    ndd.capture.set_worker_processes(processes)
+    ndd.capture.set_device_graphs(graphs)
+    try:
+        reader = ndd.readers.Caffe2(path=path, random_shuffle=True, seed=1)
+        rng = ndd.random.RNG(5)
+        out = []
+        for _ in range(epochs):
+            for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
+                out.append([t.cpu().numpy().copy() for t in body(jpegs, labels, rng)])
+        return out, str(rng.get_state()), _graph_of(reader)
+    finally:
+        ndd.capture.set_worker_processes(None)
+        ndd.capture.set_device_graphs(True)
+
+
+def eager_run(path, body, epochs=2):
+    reader = ndd.readers.Caffe2(path=path, random_shuffle=True, seed=1)
+    rng = ndd.random.RNG(5)
+    out = []
+    for _ in range(epochs):
+        for jpegs, labels in reader.next_epoch(batch_size=B):
+            out.append([t.cpu().numpy().copy() for t in body(jpegs, labels, rng)])
+    return out, str(rng.get_state())
+
+
+def assert_same(a, b):
+    assert a[1] == b[1]
+    assert len(a[0]) == len(b[0])
+    for xs, ys in zip(a[0], b[0]):
+        for x, y in zip(xs, ys):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_the_gpu_part_replays_as_one_device_graph(lmdb_path):
+    """The first pipeline step runs kernel by kernel (the reference), the second is captured
+    and every later one replayed: of 10 steps, 1 traced and 1 reference, so at least 8 from
+    the graph (a few more computed ahead); the results equal eager mode's, with and
+    without the graph."""
+    eager = eager_run(lmdb_path, preprocess)
+    with_graph = graphed_run(lmdb_path, preprocess)
+    assert_same(eager, with_graph)
+    graph = with_graph[2]
+    assert graph is not None and graph.state == "replay"
+    assert 8 <= graph.replays <= 12 and graph.misses == 0
+    without = graphed_run(lmdb_path, preprocess, graphs=False)
+    assert_same(eager, without)
+    assert without[2] is None
+    assert "device graph" not in ndd.capture.report().worker
+
+
+@pytest.fixture(scope="module")
+def two_sizes_path(tmp_path_factory) -> str:
+    """Batches of 8 alternate between 28x28 and 32x32 digits (unshuffled: records 0-7 small,
+    8-15 large, ...)."""
+    records = []
+    for i in range(48):
+        side = 28 if (i // 8) % 2 == 0 else 32
+        img = np.zeros((side, side), np.uint8)
+        cv2.putText(img, str(i % 10), (6, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.8, 255, 2)
+        records.append((cv2.imencode(".jpg", img)[1].tobytes(), i % 10))
+    path = tmp_path_factory.mktemp("two_sizes")
+    writers.write_caffe2_lmdb(str(path), records)
+    return str(path)
+
+
+def test_steps_unlike_the_captured_one_run_kernel_by_kernel(two_sizes_path, monkeypatch):
+    """A step whose shapes differ from the captured step's is not replayed (the graph would
+    compute the captured shapes): it runs kernel by kernel with eager results; after too
+    many such steps the graph is dropped and the report says why."""
+    from ndd_capture import _device_graph
+
+    def unshuffled(body):
+        def run(capture):
+            reader = ndd.readers.Caffe2(path=two_sizes_path, random_shuffle=False)
+            rng = ndd.random.RNG(5)
+            out = []
+            for _ in range(3):
+                for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+                    out.append([t.cpu().numpy().copy() for t in body(jpegs, labels, rng)])
+            return out, str(rng.get_state()), reader
+        return run
+
+    eager = unshuffled(preprocess)(False)
+    monkeypatch.setattr(_device_graph, "MAX_MISSES", 4)
+    ndd.capture.set_worker_processes(2)
+    try:
+        captured = unshuffled(preprocess)(True)
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert_same(eager, captured)
+    graph = _graph_of(captured[2])
+    assert graph.state == "off" and graph.misses == 5 and graph.replays > 0
+    assert ndd.capture.report().worker.endswith("; not as a device graph (5 steps differed from the captured one)")
+
+
+def test_an_operator_that_cannot_be_graphed_is_named_in_the_report(lmdb_path):
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        images = ndd.flip(images, horizontal=1)
+        return (images.torch(),)
+
+    assert_same(eager_run(lmdb_path, body), graphed_run(lmdb_path, body))
+    assert ndd.capture.report().worker.endswith("; not as a device graph (flip cannot be)")
+
+
+def test_a_kernel_copying_host_data_inside_the_graph_switches_it_off(lmdb_path):
+    """crop_mirror_normalize with a window past the image uploads its fill values each call: a
+    graph would replay that copy from a reused staging buffer, so capturing fails and the
+    loop runs kernel by kernel, with eager results."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        images = ndd.crop_mirror_normalize(images, crop=(32, 32), out_of_bounds_policy="pad",
+                                           fill_values=[7.0], dtype=ndd.float32)
+        return (images.torch(),)
+
+    eager = eager_run(lmdb_path, body)
+    captured = graphed_run(lmdb_path, body)
+    assert_same(eager, captured)
+    assert captured[2].state == "off"
+    assert ndd.capture.report().worker.endswith(
+        "; not as a device graph (capture failed: RuntimeError: a kernel copied host data to the GPU inside a "
+        "device graph)"), ndd.capture.report().worker
+
+
+def test_warp_affine_with_host_matrices_replays_from_a_graph(lmdb_path):
+    """Per-sample matrices from a random op enter the graph through its input buffers."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        mtx = ndd.random.uniform(batch_size=B, range=[0.5, 1.0], shape=[2, 3], rng=rng)
+        images = ndd.warp_affine(images, mtx, fill_value=0)
+        return images.torch(), labels.gpu().torch()
+
+    eager = eager_run(lmdb_path, body)
+    captured = graphed_run(lmdb_path, body)
+    assert_same(eager, captured)
+    assert captured[2] is not None and captured[2].replays >= 8, ndd.capture.report().worker

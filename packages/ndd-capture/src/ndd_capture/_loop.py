@@ -32,10 +32,12 @@ from ndd import Device, EvalContext
 from ndd._batch import Batch
 from ndd._dispatch import Plan, invoke
 from ndd._eval import _is_internal
+from ndd._plugins import device_backend
 from ndd._schema import OutMeta
 from ndd._storage import BatchData
 from ndd.random._rng import LIVE_RNGS, RNG, get_default_rng
 
+from ._device_graph import DeviceGraph
 from ._invariant import is_invariant, unwrap_invariants
 from ._pipeline import END, Failure, Worker
 from ._processes import ProcessWorker, SplitWorker, graph_spec
@@ -69,7 +71,7 @@ def default_worker_processes() -> int:
     return 0 if cores < 2 else min(max(cores // 2, 2), 4)
 
 
-_settings = {"depth": 2, "processes": default_worker_processes()}
+_settings = {"depth": 2, "processes": default_worker_processes(), "graphs": True}
 RNG_ERROR = ("The RNG of a captured operator was used unexpectedly: the number of random draws per "
              "iteration changed or the RNG was modified outside the loop")
 
@@ -92,6 +94,20 @@ def set_worker_processes(processes: int | None) -> None:
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
         raise ValueError(f"processes must be a non-negative integer, got {processes!r}")
     _settings["processes"] = processes
+
+
+def set_device_graphs(enabled: bool) -> None:
+    """Replay the GPU part of a split capture pipeline as one device graph (ours; default on).
+
+    With worker processes, the GPU operators of a captured step run on a thread of the
+    loop's process; when all of them are graphable, their kernels are captured once as a
+    CUDA graph and replayed each step (see ``docs/capture-mode.md``), with the same results.
+    ``ndd.capture.report().worker`` says whether a graph ran, and why not. Applies to loops
+    whose pipeline starts afterwards.
+    """
+    if not isinstance(enabled, bool):
+        raise ValueError(f"enabled must be True or False, got {enabled!r}")
+    _settings["graphs"] = enabled
 
 
 def set_prefetch_depth(depth: int) -> None:
@@ -182,7 +198,7 @@ class Node:
     """One captured call: its op, where it was called and how to rebuild its arguments."""
 
     __slots__ = ("id", "schema", "key", "inputs", "kwargs", "device", "explicit_device", "rng",
-                 "offset", "n_out", "record", "out_meta", "in_layouts", "plan")
+                 "offset", "n_out", "record", "out_meta", "in_layouts", "plan", "checks", "kw_names")
 
     def __init__(self, nid: int, schema: Any, key: tuple, inputs: list, kwargs: dict, device: Device,
                  explicit_device: Device | None, rng: RNG | None, offset: int, n_out: int,
@@ -201,6 +217,8 @@ class Node:
         self.out_meta: list[OutMeta] = []
         self.in_layouts: list = []
         self.plan: Plan | None = None
+        self.checks: list[tuple[str, Any]] = []  # (label, spec) of each input, then keyword (_replay)
+        self.kw_names: frozenset[str] = frozenset()
 
 
 class _RNGTrack:
@@ -245,6 +263,7 @@ class CaptureLoop:
         self.nodes: list[Node] = []
         self.sites: dict[tuple, Node] = {}
         self.records: dict[tuple, SiteRecord] = {}
+        self.chain_codes: list[Any] = []  # the code objects the keys above name by id
         self.report = CaptureReport(batch_size)
         self.step = -1
         self.tracing = False
@@ -283,7 +302,10 @@ class CaptureLoop:
         loop = self.loop_frame
         chain = []
         while f is not None:
-            chain.append((f.f_code, f.f_lasti))
+            # By the code's id: a key is hashed several times per call, and a code object's hash
+            # walks its constants (a whole script's, for a loop at module level). _record
+            # keeps the codes of every recorded key alive, so their ids stay theirs.
+            chain.append((id(f.f_code), f.f_lasti))
             if f is loop:
                 return site, tuple(chain)
             f = f.f_back
@@ -297,6 +319,12 @@ class CaptureLoop:
                              site.f_lineno if site is not None else 0, _column(site), False)
             self.records[key] = rec
             self.report.sites.append(rec)
+            f = site  # the frames of the key's chain (see _chain)
+            while f is not None:
+                self.chain_codes.append(f.f_code)
+                if f is self.loop_frame:
+                    break
+                f = f.f_back
         return rec
 
     # -- the hook ---------------------------------------------------------------------------
@@ -480,16 +508,22 @@ class CaptureLoop:
         if len(inputs) != len(node.inputs):
             return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the number of inputs changed")
         names = {k for k, v in kwargs.items() if v is not None and k not in ("batch_size", "device", "rng")}
-        if names != set(node.kwargs):
+        if names != node.kw_names:
             return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the keyword arguments changed")
-        pairs = [(f"input {i}", s, v) for i, (s, v) in enumerate(zip(node.inputs, inputs))]
-        pairs += [(f"argument '{k}'", s, kwargs[k]) for k, s in node.kwargs.items()]
-        for label, s, v in pairs:
+        step = self.step
+        for (label, s), v in zip(node.checks, [*inputs, *map(kwargs.__getitem__, node.kwargs)]):
             if s is None:
                 if v is not None:
                     return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", f"{label} was None when traced")
                 continue
             kind, val = s
+            if kind == "ref":
+                # The usual value, a batch of this step, is never an invariant marker: no unwrapping.
+                raw = v if type(v) is CapturedBatch else unwrap_invariants(v)
+                if not (isinstance(raw, CapturedBatch) and raw._ref == val and raw._step == step):
+                    return self._fallback(schema, inputs, kwargs, rec, "NDD-C202",
+                                          f"{label} is not the batch the traced call received in this step")
+                continue
             if kind == "inv":
                 if not is_invariant(v):
                     self._teardown("invariant marker dropped")
@@ -497,11 +531,7 @@ class CaptureLoop:
                                        "remain marked.")
                 continue
             raw = unwrap_invariants(v)
-            if kind == "ref":
-                if not (isinstance(raw, CapturedBatch) and raw._ref == val and raw._step == self.step):
-                    return self._fallback(schema, inputs, kwargs, rec, "NDD-C202",
-                                          f"{label} is not the batch the traced call received in this step")
-            elif isinstance(raw, Batch) or not _same_value(raw, val):
+            if isinstance(raw, Batch) or not _same_value(raw, val):
                 return self._fallback(schema, inputs, kwargs, rec, "NDD-C203",
                                       f"{label} changed from {val!r} to {raw!r}")
         if node.rng is not None:
@@ -520,9 +550,10 @@ class CaptureLoop:
             rng.advance(7)
         rec.replayed += 1
         outs = self.current[node.id]
-        wrapped = tuple(_from_data(bd, m, node.device, self.batch_size, (node.id, k), self.step)
-                        for k, (bd, m) in enumerate(zip(outs, node.out_meta)))
-        return wrapped if node.n_out > 1 else wrapped[0]
+        if node.n_out == 1:
+            return _from_data(outs[0], node.out_meta[0], node.device, self.batch_size, (node.id, 0), step)
+        return tuple(_from_data(bd, m, node.device, self.batch_size, (node.id, k), step)
+                     for k, (bd, m) in enumerate(zip(outs, node.out_meta)))
 
     # -- steps ------------------------------------------------------------------------------
     @property
@@ -564,6 +595,12 @@ class CaptureLoop:
             refs = [k for k, s in node.kwargs.items() if s[0] == "ref"]
             node.plan = Plan(node.schema, consts, refs, node.in_layouts, node.out_meta, self.batch_size,
                              node.device, self.ctx)
+            # What _replay compares each call against, with the labels its messages use
+            # (made once here rather than on every call), from the traced values: a constant
+            # input is compared with the value the user passed, not its batch below.
+            node.checks = [(f"input {i}", s) for i, s in enumerate(node.inputs)]
+            node.checks += [(f"argument '{k}'", s) for k, s in node.kwargs.items()]
+            node.kw_names = frozenset(node.kwargs)
             node.inputs = [s if s is None or s[0] == "ref" else ("data", _broadcast(s[1], self.batch_size))
                            for s in node.inputs]
 
@@ -592,7 +629,18 @@ class CaptureLoop:
 
     def _run_nodes(self, nodes: list[Node], vals: dict, k: int, staged: set[int] = frozenset()) -> None:
         """Compute ``nodes`` (in trace order) into ``vals``; those in ``staged`` run their
-        device stage on their staged data.
+        device stage on their staged data."""
+        for node, ins, batch_args, state, _ in self._node_calls(nodes, vals, k, staged):
+            self._run_node(node, vals, ins, batch_args, state, staged)
+
+    @staticmethod
+    def _run_node(node: Node, vals: dict, ins: list, batch_args: dict, state: Any, staged: set[int]) -> None:
+        vals[node.id] = node.plan.run(ins, batch_args, state, "device" if node.id in staged else None)
+
+    def _node_calls(self, nodes: list[Node], vals: dict, k: int, staged: set[int]) -> Iterator:
+        """``(node, inputs, batch args, random state, stage)`` of each node for step ``k``,
+        each resolved from ``vals`` when the previous one has been taken (so a caller that
+        stores each node's result into ``vals`` feeds the next).
 
         Random nodes take their 7 words from a private clone of their RNG placed where
         the live RNG will be at that call: ``k`` periods past the clone base, plus the
@@ -617,7 +665,7 @@ class CaptureLoop:
                 slot[0].advance(node.offset - slot[1])
                 slot[1] = node.offset + 7
                 state = slot[0].draw_words(7)
-            vals[node.id] = node.plan.run(ins, batch_args, state, stage)
+            yield node, ins, batch_args, state, stage
 
     def _teardown(self, why: str) -> None:
         self.invalid = why
@@ -649,16 +697,37 @@ class CaptureLoop:
                 self.device_nodes = [n for n in self.nodes if n.id not in host]
                 self.staged_ids = staged
                 if self.device_nodes:
-                    self.worker = SplitWorker(processes, self.compute_device_part, self.depth)
+                    graph = self._device_graph()
+                    self.worker = SplitWorker(processes, self.compute_device_part if graph is None
+                                              else graph.compute, self.depth)
                     self.report.worker = (
                         f"{procs} process(es) for the reader, {len(host)} host operator(s) and the host stage "
                         f"of {len(staged)} GPU operator(s); a thread for the {len(self.device_nodes)} on the GPU")
+                    if graph is None and _settings["graphs"]:
+                        not_graphable = sorted({n.schema.name for n in self.device_nodes if not n.plan.graphable})
+                        if not_graphable:
+                            self.report.worker += f"; not as a device graph ({', '.join(not_graphable)} cannot be)"
                 else:
                     self.worker = processes
                     self.report.worker = f"{procs} process(es)"
                 return
         self.worker = Worker(source, self.compute, self.depth, self.ctx.num_threads)
         self.report.worker = self.report.worker or "threads"
+
+    def _device_graph(self) -> DeviceGraph | None:
+        """A device graph for the GPU part of a split pipeline, when every operator there is
+        graphable and the device backend makes graphs (None otherwise)."""
+        if not _settings["graphs"] or not all(n.plan.graphable for n in self.device_nodes):
+            return None
+        devices = {n.plan.device for n in self.device_nodes}
+        if len(devices) != 1:
+            return None
+        dev = devices.pop()
+        backend = device_backend(dev.device_type)
+        make = getattr(backend, "graph_session", None)
+        if make is None:
+            return None
+        return DeviceGraph(self, make(dev.device_id or 0, self.ctx))
 
     def restart_source(self) -> None:
         """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and

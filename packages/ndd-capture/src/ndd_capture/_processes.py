@@ -27,6 +27,7 @@ import math
 import mmap
 import os
 import pickle
+import select
 import socket
 import subprocess
 import sys
@@ -173,11 +174,14 @@ def _unpack(head: tuple, read: Any) -> BatchData:
     if kind == "p":
         return dt
     dtype = np.dtype(dt)
-    shapes = [head[2]] if kind == "d" else head[2]
+    if kind == "d":
+        shape = head[2]
+        return BatchData(dense=read(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape))
+    shapes = head[2]
     sizes = [math.prod(sh) for sh in shapes]
     flat = read(sum(sizes) * dtype.itemsize).view(dtype)
-    if kind == "d":
-        return BatchData(dense=flat.reshape(head[2]))
+    if shapes[0] and shapes.count(shapes[0]) == len(shapes):  # same-shape samples: one reshape, not a loop
+        return BatchData(samples=list(flat.reshape(len(shapes), *shapes[0])))
     out, at = [], 0
     for sh, n in zip(shapes, sizes):
         x = flat[at:at + n]
@@ -232,6 +236,13 @@ class _Receiver:
     def __init__(self, conn: Connection, fd: int) -> None:
         self.conn, self.fd = conn, fd
         self.mem: mmap.mmap | None = None
+        # One poll object for the connection's life: Connection.poll builds a selector per call.
+        self._poll = select.poll()
+        self._poll.register(conn.fileno(), select.POLLIN)
+
+    def ready(self, timeout: float) -> bool:
+        """Whether a message (or the end of the connection) arrives within ``timeout`` seconds."""
+        return bool(self._poll.poll(timeout * 1000))
 
     def step(self, msg: tuple) -> tuple[Any, dict[int, list[BatchData]]]:
         """The rest of a step :func:`send_step` sent, after its header ``msg``."""
@@ -312,9 +323,9 @@ class ProcessWorker:
 
     def get(self) -> Any:
         j = self._next % len(self._conns)
-        conn, proc = self._conns[j], self._procs[j]
+        conn, proc, receiver = self._conns[j], self._procs[j], self._receivers[j]
         try:
-            while not conn.poll(_POLL_S):
+            while not receiver.ready(_POLL_S):
                 if proc.poll() is not None:
                     return Failure(RuntimeError(
                         f"capture worker process {j} exited unexpectedly (exit code {proc.returncode})"))
@@ -324,7 +335,7 @@ class ProcessWorker:
                 self._start()
                 return self.get()
             if msg[0] == "ok":
-                extra, vals = self._receivers[j].step(msg)
+                extra, vals = receiver.step(msg)
         except (EOFError, OSError) as e:
             return Failure(RuntimeError(f"capture worker process {j} closed its connection ({e})"))
         if msg[0] == "err":

@@ -161,6 +161,22 @@ def _to_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
     return [be.to_device(s, dev, ec) for s in bd.samples]
 
 
+def upload_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """Graph host stage of an upload (see ``Plan.graph_host``): the host batch's arrays,
+    one dense array or one per sample."""
+    bd = inputs[0]
+    if bd.dense is not None:
+        return [np.asarray(bd.dense)], "dense"
+    return [np.asarray(s) for s in bd.samples], "samples"
+
+
+def upload_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    """Graph device stage of an upload: the uploaded arrays are the result."""
+    return uploaded[0] if inputs[0].dense is not None else list(uploaded)
+
+
+_to_gpu.graph_stages = (upload_host, upload_device)  # type: ignore[attr-defined]
+
 TO_DEVICE = OpSchema(
     "_to_device", infer=lambda inputs, args: [inputs[0]], internal=True, capturable=True,
     doc="A batch copied to another device: ``Batch.gpu()`` calls it, so capture mode replays the copy.",

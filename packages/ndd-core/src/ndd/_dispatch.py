@@ -358,6 +358,59 @@ class Plan:
         """True when the kernel splits into a host stage and a device stage (see :meth:`run`)."""
         return getattr(self.kernel, "host_stage", None) is not None
 
+    @property
+    def graphable(self) -> bool:
+        """True when this call can be part of a device graph (ours; see :meth:`graph_host`)."""
+        return getattr(self.kernel, "graph_stages", None) is not None or (
+            getattr(self.kernel, "graph_pure", False) and not self.specs)
+
+    def _context(self, batch_args: dict[str, BatchData], random_state: np.ndarray | None
+                 ) -> tuple[KernelContext, KernelArgs]:
+        args = KernelArgs(self.args)
+        args.batch_size = self.batch_size
+        args.batch_args = {}
+        for name, bd in batch_args.items():
+            args[name] = _per_sample(self.specs[name], bd)
+        kc = KernelContext(self.schema.name, self.batch_size, True, self.device, self.context, random_state,
+                           self.layouts, self.out_meta)
+        return kc, args
+
+    def graph_host(self, inputs: list[BatchData | None], batch_args: dict[str, BatchData],
+                   random_state: np.ndarray | None = None) -> tuple[list[np.ndarray], Any]:
+        """The host half of a graphed call (ours): ``(arrays, signature)``.
+
+        A device graph (a CUDA graph) replays fixed kernels with fixed arguments; what
+        changes per step may only enter through host arrays copied into its input
+        buffers. A graphable kernel says how: ``kernel.graph_stages = (host, device)``
+        where ``host(ctx, inputs, args)`` returns the arrays to upload and a signature
+        (hashable: every host value the kernels' launches depend on besides the arrays'
+        contents, e.g. output sizes), and ``device(ctx, inputs, uploaded, args)`` the
+        outputs from the uploaded arrays (device tensors) without reading any device
+        value or per-step host value. ``kernel.graph_pure = True`` marks a kernel whose
+        launches depend only on its input shapes and constant arguments (graphable when
+        the call has no per-sample argument batches). A replay is valid only while every
+        call's signature and array shapes equal those of the captured step. Device inputs
+        may be stale data of the right shapes here: a host stage reads only their shapes.
+        For a staged kernel (:meth:`run`) the graph stages split its device stage.
+        """
+        stages = getattr(self.kernel, "graph_stages", None)
+        if stages is None:
+            return [], tuple(None if bd is None else bd.shapes() for bd in inputs)
+        kc, args = self._context(batch_args, random_state)
+        arrays, sig = stages[0](kc, inputs, args)
+        return list(arrays), sig
+
+    def graph_device(self, inputs: list[BatchData | None], batch_args: dict[str, BatchData],
+                     uploaded: list[Any], random_state: np.ndarray | None = None,
+                     stage: str | None = None) -> list[BatchData]:
+        """The device half of a graphed call (see :meth:`graph_host`)."""
+        kc, args = self._context(batch_args, random_state)
+        stages = getattr(self.kernel, "graph_stages", None)
+        if stages is None:
+            fn = self.kernel if stage is None else self.kernel.device_stage
+            return _outputs(fn(kc, inputs, args))
+        return _outputs(stages[1](kc, inputs, uploaded, args))
+
     def run(self, inputs: list[BatchData | None], batch_args: dict[str, BatchData],
             random_state: np.ndarray | None = None, stage: str | None = None) -> list[BatchData]:
         """Run the kernel on this step's data.
@@ -369,13 +422,7 @@ class Plan:
         returned. ``kernel(ctx, inputs, args)`` must equal the two run in turn.
         ``stage="host"`` returns the staged data; ``stage="device"`` takes it as ``inputs``.
         """
-        args = KernelArgs(self.args)
-        args.batch_size = self.batch_size
-        args.batch_args = {}
-        for name, bd in batch_args.items():
-            args[name] = _per_sample(self.specs[name], bd)
-        kc = KernelContext(self.schema.name, self.batch_size, True, self.device, self.context, random_state,
-                           self.layouts, self.out_meta)
+        kc, args = self._context(batch_args, random_state)
         if stage == "host":
             return list(self.kernel.host_stage(kc, inputs, args))
         fn = self.kernel if stage is None else self.kernel.device_stage

@@ -69,6 +69,7 @@ class CudaBackend:
         self._np2t: dict[np.dtype, Any] = {}
         self._t2np: dict[Any, np.dtype] = {}
         self._device_count = 0  # CUDA devices seen (checked again only for a higher id)
+        self._graph = threading.local()  # .capturing: this thread is capturing a device graph
 
     # -- availability ------------------------------------------------------------
     @property
@@ -166,6 +167,12 @@ class CudaBackend:
         for s in streams:
             s.synchronize()
 
+    def graph_session(self, device_id: int, ctx: EvalContext) -> Any:
+        """A device graph for capture mode on ``ctx``'s stream (ours; see ``_graph``)."""
+        from ._graph import GraphSession
+
+        return GraphSession(device_id, ctx)
+
     def _ready_stream(self, dev: int) -> Any:
         """The current context's stream on ``dev``, made to wait for ndd's other streams there.
 
@@ -217,6 +224,13 @@ class CudaBackend:
         return d
 
     # -- copies ------------------------------------------------------------------
+    def check_not_capturing(self) -> None:
+        """Raise while this thread captures a device graph: a graph would replay the copy
+        from a staging buffer that is reused after the copy (per-step data enter a graph
+        only through its input buffers, see ``_graph``)."""
+        if getattr(self._graph, "capturing", False):
+            raise RuntimeError("a kernel copied host data to the GPU inside a device graph")
+
     def to_device(self, arr: Any, device_id: int, ctx: EvalContext | None = None) -> Any:
         """Copy a NumPy array (or a tensor on another GPU) to GPU ``device_id``.
 
@@ -235,6 +249,7 @@ class CudaBackend:
             with self.stream_for(ctx, device_id):
                 torch.cuda.current_stream(device_id).wait_stream(self.stream(ctx, arr.device.index))
                 return arr.to(f"cuda:{device_id}", non_blocking=True)
+        self.check_not_capturing()
         a = np.asarray(arr)
         if emulated:
             return torch.from_numpy(np.array(a, copy=True))

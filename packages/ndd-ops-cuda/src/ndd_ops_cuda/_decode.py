@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ndd import Device
-from ndd.plugins import BatchData, KernelArgs, KernelContext, schemas
+from ndd.plugins import BatchData, KernelArgs, KernelContext, schemas, upload_device, upload_host
 from ndd.types import DALIImageType
 
 from ._backend import BACKEND
@@ -254,6 +254,22 @@ def image_random_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: Ker
 image_gpu.host_stage, image_gpu.device_stage = _image_host_stage, _image_device_stage
 for _k in (image_crop_gpu, image_random_crop_gpu):
     _k.host_stage, _k.device_stage = _host_then_upload, _upload_stage
+
+
+def _upload_graph_host(ctx: KernelContext, staged: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """Graph host stage of the decoders' device stage (core's ``Plan.graph_host``): the decoded
+    batch to upload; a step with samples for nvJPEG cannot be replayed from a graph."""
+    if len(staged) > 1 and len(staged[1].dense):
+        raise RuntimeError(f"Operator `{ctx.op}`: nvJPEG decodes cannot be part of a device graph")
+    return upload_host(ctx, staged[:1], args)
+
+
+def _upload_graph_device(ctx: KernelContext, staged: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    return upload_device(ctx, staged[:1], uploaded, args)
+
+
+for _k in (image_gpu, image_crop_gpu, image_random_crop_gpu):
+    _k.graph_stages = (_upload_graph_host, _upload_graph_device)
 
 
 KERNELS = {

@@ -42,20 +42,47 @@ _WHERE = {
 }
 
 
+# Operators whose kernels can be part of a device graph (core's Plan.graph_host): with
+# constant arguments their launches depend only on their input shapes, and they read no
+# device value back ...
+_GRAPH_PURE = {"crop_mirror_normalize", "cast", "squeeze", "expand_dims", "transpose"}
+# ... and those with graph stages of their own: operator -> (module, host stage, device stage).
+_GRAPH_STAGES = {op: ("_geometry", "_warp_graph_host", "_warp_graph_device") for op in ("rotate", "warp_affine")}
+
+
 def _lazy(op: str, module: str, name: str) -> Callable:
     found: list = []
 
-    def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    def load() -> tuple[Callable, Any]:
         if not found:
             from .._backend import BACKEND
 
             fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)
             found.append(fn[op] if isinstance(fn, dict) else fn)
             found.append(BACKEND)
-        with found[1].stream_for(ctx.eval_context, ctx.device.device_id):
-            return found[0](ctx, inputs, args)
+        return found[0], found[1]
+
+    def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+        fn, backend = load()
+        with backend.stream_for(ctx.eval_context, ctx.device.device_id):
+            return fn(ctx, inputs, args)
 
     kernel.__name__ = kernel.__qualname__ = f"{op.replace('.', '_')}_gpu"
+    if op in _GRAPH_PURE:
+        kernel.graph_pure = True  # type: ignore[attr-defined]
+    if op in _GRAPH_STAGES:
+        mod, host, device = _GRAPH_STAGES[op]
+
+        def graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+            load()
+            return getattr(importlib.import_module(f"{__name__}.{mod}"), host)(ctx, inputs, args)
+
+        def graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+            _, backend = load()
+            with backend.stream_for(ctx.eval_context, ctx.device.device_id):
+                return getattr(importlib.import_module(f"{__name__}.{mod}"), device)(ctx, inputs, uploaded, args)
+
+        kernel.graph_stages = (graph_host, graph_device)  # type: ignore[attr-defined]
     return kernel
 
 

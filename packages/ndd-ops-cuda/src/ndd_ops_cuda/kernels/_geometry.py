@@ -200,6 +200,14 @@ def _affine_grid(theta: torch.Tensor, n: int, oh: int, ow: int, stream: Any) -> 
 def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], interp: Any,
                 fill: float | None, dt: torch.dtype, stream: Any) -> torch.Tensor:
     """Warp (n, H, W[, C]) with output-to-input matrices (n, 2, 3) to (n, oh, ow[, C])."""
+    # float32 on the host (NumPy rounds like torch's cast): one upload, no cast kernel
+    theta = upload(_grid_theta(mats, tuple(x.shape[1:3]), out_hw).astype(np.float32), x.device)
+    return _warp_theta(x, theta, out_hw, interp, fill, dt, stream)
+
+
+def _warp_theta(x: torch.Tensor, theta: torch.Tensor, out_hw: tuple[int, int], interp: Any,
+                fill: float | None, dt: torch.dtype, stream: Any) -> torch.Tensor:
+    """:func:`_warp_batch` with its ``affine_grid`` matrices (n, 2, 3) already on the device."""
     mode = _MODES.get(interp)
     if mode is None:
         raise ValueError(f"Interpolation {interp!r} is not supported by rotate / warp_affine (NN or LINEAR)")
@@ -210,8 +218,6 @@ def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], inte
     c = src.shape[1]
     if fill is not None and fill != 0:
         src = torch.cat([src, torch.ones_like(src[:, :1])], dim=1)
-    # float32 on the host (NumPy rounds like torch's cast): one upload, no cast kernel
-    theta = upload(_grid_theta(mats, (h, w), (oh, ow)).astype(np.float32), x.device)
     grid = _affine_grid(theta, n, oh, ow, stream)
     pad = "border" if fill is None else "zeros"
     out = F.grid_sample(src, grid, mode=mode, padding_mode=pad, align_corners=False)
@@ -267,6 +273,39 @@ def warp_affine_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     if not n:
         return []
     return _warp_all(bd, mats, out_hw, args["interp_type"], args["fill_value"], out_dtype(ctx), call_stream(ctx))
+
+
+# Graph stages (core's Plan.graph_host): one warp of a uniform batch to one output size, its
+# matrices computed on the host and uploaded; other batches run kernel by kernel.
+def _warp_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[np.ndarray, tuple[int, int]]:
+    bd = inputs[0]
+    n = len(bd)
+    shapes = bd.shapes()
+    if not n or any(sh != shapes[0] for sh in shapes):
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes one warp of samples of one shape")
+    check_hw_layout(ctx, [bd.sample(0)])
+    in_hw = np.array([s[:2] for s in shapes], np.int64).reshape(n, 2)
+    if ctx.op == "rotate":
+        mats, out_hw = rotate_params(ctx.op, args, in_hw)
+    else:
+        if len(inputs) > 1 and inputs[1] is not None and not isinstance(inputs[1].sample(0), np.ndarray):
+            raise RuntimeError(f"Operator `{ctx.op}`: matrices on the device cannot enter a graph")
+        mats, out_hw = warp_affine_params(ctx.op, args, inputs[1] if len(inputs) > 1 else None, in_hw)
+    if (out_hw != out_hw[0]).any():
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes one output size per batch")
+    return mats, (int(out_hw[0, 0]), int(out_hw[0, 1]))
+
+
+def _warp_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    mats, out_hw = _warp_plan(ctx, inputs, args)
+    theta = _grid_theta(mats, inputs[0].shapes()[0][:2], out_hw).astype(np.float32)
+    return [theta], (ctx.op, out_hw)
+
+
+def _warp_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    _, out_hw = _warp_plan(ctx, inputs, args)
+    return _warp_theta(stacked(inputs[0]), uploaded[0], out_hw, args["interp_type"], args["fill_value"],
+                       out_dtype(ctx), call_stream(ctx))
 
 
 # -- resize and random_resized_crop ------------------------------------------------------

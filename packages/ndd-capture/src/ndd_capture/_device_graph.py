@@ -1,0 +1,130 @@
+"""The GPU part of a split pipeline's steps replayed as one device graph (ours; DALI has none).
+
+In a split pipeline (see ``_processes.SplitWorker``) one thread of the loop's process runs
+the GPU operators of each step. Launched kernel by kernel, their host cost competes with
+the training step; a device graph (a CUDA graph, from the device backend's
+``graph_session``) replays them all at once. Every operator of that part must be
+graphable (core's ``Plan.graph_host``); then each step:
+
+1. The *host pass* runs every operator's graph host stage: the host arrays the step
+   uploads (decoded images, rotation matrices, labels) and a signature of everything
+   else the launches depend on (output sizes, input shapes).
+2. If the signatures and array shapes are those of the captured step, the arrays go into
+   the graph's input buffers and the graph is replayed; otherwise the step runs kernel by
+   kernel, with the same results.
+
+The first step runs kernel by kernel (it fills the kernels' caches, e.g. constant grids, and
+gives the reference signatures with real input shapes); the next step with the same
+signatures is captured. A graph that cannot be captured (an operator that reads device
+data back, say) is switched off and the report says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# After this many steps whose signature differs from the captured one, the graph is dropped
+# and the loop runs kernel by kernel (a loop whose shapes keep changing gains nothing).
+MAX_MISSES = 8
+
+
+class DeviceGraph:
+    """``compute(item, k)`` for a :class:`~._processes.SplitWorker`: the device nodes of
+    ``loop`` on top of the host values a worker process computed for step ``k``."""
+
+    def __init__(self, loop: Any, session: Any) -> None:
+        self.loop = loop
+        self.session = session
+        self.nodes = loop.device_nodes
+        self.staged = loop.staged_ids
+        self.state = "reference"  # -> "capture" -> "replay"; "off" once given up
+        self.sigs: list | None = None
+        self.shapes: dict = {}  # device node outputs of the reference step (their shapes)
+        self.misses = 0
+        self.replays = 0
+
+    def _off(self, why: str) -> None:
+        self.state = "off"
+        self.loop.report.worker += f"; not as a device graph ({why})"
+
+    def compute(self, item: Any, k: int) -> Any:
+        extra, outs, vals = item
+        if self.state == "off":
+            self.loop._run_nodes(self.nodes, vals, k, self.staged)
+        elif self.state == "reference":
+            self._reference(vals, k)
+        else:
+            self._graphed(vals, k)
+        return extra, outs, vals
+
+    def _reference(self, vals: dict, k: int) -> None:
+        """Kernel by kernel, taking each operator's host pass on its real inputs."""
+        sigs = []
+        try:
+            for node, ins, batch_args, state, _ in self.loop._node_calls(self.nodes, vals, k, self.staged):
+                arrays, sig = node.plan.graph_host(ins, batch_args, state)
+                sigs.append(_signature(sig, arrays))
+                self.loop._run_node(node, vals, ins, batch_args, state, self.staged)
+        except Exception as e:  # noqa: BLE001 - not graphable (the eager run below reports real errors)
+            self._off(f"{type(e).__name__}: {e}")
+            _finish_eagerly(self.loop, self.nodes, vals, k, self.staged)
+            return
+        self.sigs = sigs
+        self.shapes = {n.id: vals[n.id] for n in self.nodes}
+        self.state = "capture"
+
+    def _host_pass(self, vals: dict, k: int) -> tuple[list, list, list]:
+        """(signatures, arrays of the step in order, each node's slice of them)."""
+        view = {**vals, **self.shapes}  # device inputs: right shapes, stale data
+        sigs, arrays, slices = [], [], []
+        for node, ins, batch_args, state, _ in self.loop._node_calls(self.nodes, view, k, self.staged):
+            a, sig = node.plan.graph_host(ins, batch_args, state)
+            sigs.append(_signature(sig, a))
+            slices.append((len(arrays), len(arrays) + len(a)))
+            arrays.extend(a)
+        return sigs, arrays, slices
+
+    def _graphed(self, vals: dict, k: int) -> None:
+        try:
+            sigs, arrays, slices = self._host_pass(vals, k)
+        except Exception:  # noqa: BLE001 - this step is not graphable: the eager run decides
+            sigs = None
+        if sigs is None or sigs != self.sigs or (self.state == "replay" and not self.session.matches(arrays)):
+            self.misses += 1
+            if self.misses > MAX_MISSES:
+                self._off(f"{self.misses} steps differed from the captured one")
+            self.loop._run_nodes(self.nodes, vals, k, self.staged)
+            return
+        if self.state == "capture":
+            host = dict(vals)
+
+            def device_pass(uploaded: list) -> dict:
+                d = dict(host)
+                for i, (node, ins, batch_args, state, stage) in enumerate(
+                        self.loop._node_calls(self.nodes, d, k, self.staged)):
+                    lo, hi = slices[i]
+                    d[node.id] = node.plan.graph_device(ins, batch_args, uploaded[lo:hi], state, stage)
+                return {n.id: d[n.id] for n in self.nodes}
+
+            try:
+                out = self.session.capture(arrays, device_pass)
+            except Exception as e:  # noqa: BLE001 - e.g. a kernel that synchronises
+                self._off(f"capture failed: {type(e).__name__}: {e}")
+                self.loop._run_nodes(self.nodes, vals, k, self.staged)
+                return
+            self.state = "replay"
+            self.loop.report.worker += "; the GPU part replayed as one device graph"
+        else:
+            out = self.session.replay(arrays)
+        self.replays += 1
+        vals.update(out)
+
+
+def _signature(sig: Any, arrays: list) -> tuple:
+    return sig, tuple((a.shape, a.dtype.str) for a in arrays)
+
+
+def _finish_eagerly(loop: Any, nodes: list, vals: dict, k: int, staged: set) -> None:
+    """Run the nodes of ``nodes`` not computed yet (after a failed host pass)."""
+    left = [n for n in nodes if n.id not in vals]
+    loop._run_nodes(left, vals, k, staged)

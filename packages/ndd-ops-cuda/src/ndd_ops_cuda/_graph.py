@@ -1,0 +1,138 @@
+"""Device graphs for capture mode (ours): the GPU part of a captured step as one CUDA graph.
+
+Launching the GPU part of a step kernel by kernel costs host time per launch (on the
+H200 sandbox the ~15 launches of the tutorial loop cost more than the whole CPU part of
+a step). A :class:`GraphSession` captures that work once as a ``torch.cuda.CUDAGraph``
+and replays it: each step only copies its host arrays into the graph's pinned input
+buffers, replays the graph and copies the outputs out (a replay rewrites the same output
+memory, and the loop may still hold the previous step's batches).
+
+What varies per step enters only through the input buffers; capture mode checks each
+step's signature against the captured one (``Plan.graph_host`` in core) and runs a
+step that differs kernel by kernel instead.
+
+Under the test emulation (``NDD_CUDA_EMULATE=cpu``) there is no CUDA graph: a replay runs
+the captured function again on the refilled buffers, which checks everything around the
+graph (buffers, signatures, output copies) on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ndd import EvalContext
+from ndd.plugins import BatchData
+
+from ._backend import BACKEND
+
+
+class GraphSession:
+    """One captured device graph of a capture loop (on the stream of its EvalContext)."""
+
+    def __init__(self, device_id: int, ctx: EvalContext) -> None:
+        self.device_id = device_id
+        self.ctx = ctx
+        self.emulated = BACKEND.emulated
+        self._graph: Any = None
+        self._fn: Callable[[list], Any] | None = None
+        self._pinned: list[Any] = []
+        self._static: list[Any] = []
+        self._outputs: Any = None
+        self._done: Any = None  # event after the last replay: its input copies have been read
+
+    def _host_buffers(self, arrays: list[np.ndarray]) -> None:
+        import torch
+
+        pin = not self.emulated
+        self._pinned = [torch.empty(a.shape, dtype=BACKEND.torch_dtype(a.dtype), pin_memory=pin) for a in arrays]
+
+    def matches(self, arrays: list[np.ndarray]) -> bool:
+        """True when ``arrays`` fit the input buffers (same count, shapes and dtypes)."""
+        return len(arrays) == len(self._pinned) and all(
+            a.shape == tuple(p.shape) and BACKEND.torch_dtype(a.dtype) == p.dtype
+            for a, p in zip(arrays, self._pinned))
+
+    def _fill(self, arrays: list[np.ndarray]) -> None:
+        if self._done is not None:
+            self._done.synchronize()  # the last replay's copies have read the buffers
+        for a, p in zip(arrays, self._pinned):
+            if a.size:
+                np.copyto(p.numpy(), a, casting="no")
+
+    def capture(self, arrays: list[np.ndarray], fn: Callable[[list], Any]) -> Any:
+        """Capture ``fn(uploaded)`` (device work only) with ``arrays`` as the graph's inputs,
+        run it once for these arrays and return its outputs, copied out."""
+        import torch
+
+        self._host_buffers(arrays)
+        self._fill(arrays)
+        self._fn = fn
+        if self.emulated:
+            self._static = [p.clone() for p in self._pinned]
+            return self._copy_out(self._run(fn))
+        stream = BACKEND.stream(self.ctx, self.device_id)
+        dev = torch.device("cuda", self.device_id)
+        graph = torch.cuda.CUDAGraph()
+        err: BaseException | None = None
+        try:
+            with torch.cuda.device(dev):
+                # thread_local: the training loop's own CUDA calls on other threads stay legal
+                # while this thread captures.
+                with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+                    try:
+                        self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
+                        for s, p in zip(self._static, self._pinned):
+                            s.copy_(p, non_blocking=True)
+                        self._outputs = self._run(fn)
+                    except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
+                        err = e
+        except Exception:
+            if err is None:
+                raise
+        if err is not None:  # the kernel's own error, rather than the invalidated capture's
+            raise err
+        self._graph = graph
+        return self._replay()
+
+    def _run(self, fn: Callable[[list], Any]) -> Any:
+        """``fn`` on the static inputs, with host-to-device copies refused (see
+        ``CudaBackend.check_not_capturing``)."""
+        BACKEND._graph.capturing = True
+        try:
+            return fn(self._static)
+        finally:
+            BACKEND._graph.capturing = False
+
+    def replay(self, arrays: list[np.ndarray]) -> Any:
+        """This step's outputs: ``arrays`` into the input buffers, the graph replayed, the
+        outputs copied out."""
+        self._fill(arrays)
+        if self.emulated:
+            for s, p in zip(self._static, self._pinned):
+                s.copy_(p)
+            assert self._fn is not None
+            return self._copy_out(self._run(self._fn))
+        return self._replay()
+
+    def _replay(self) -> Any:
+        import torch
+
+        stream = BACKEND.stream(self.ctx, self.device_id)
+        with torch.cuda.stream(stream):
+            self._graph.replay()
+            out = self._copy_out(self._outputs)
+            if self._done is None:
+                self._done = torch.cuda.Event()
+            self._done.record(stream)
+        return out
+
+    def _copy_out(self, outputs: dict) -> dict:
+        """``{key: [BatchData]}`` with every tensor copied (on the current stream)."""
+        copied = {}
+        for key, bds in outputs.items():
+            copied[key] = [BatchData(dense=bd.dense.clone()) if bd.dense is not None
+                           else BatchData(samples=[s.clone() for s in bd.samples]) for bd in bds]
+        return copied
