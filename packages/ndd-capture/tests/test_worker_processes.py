@@ -203,8 +203,33 @@ def test_a_dropped_reader_is_collected_and_its_pipeline_stops(lmdb_path, process
     while ref() is not None and time.time() < deadline:
         gc.collect()  # the pipeline thread (threads mode) lets go once it parks (0.5 s)
         time.sleep(0.05)
-    assert ref() is None, "the reader of a dropped capture loop was not collected"
+    assert ref() is None, f"the reader of a dropped capture loop was not collected; held by: {_holders(ref())}"
     assert all(p.poll() is not None for p in procs)
+
+
+def _holders(obj, depth=3):
+    """What refers to ``obj``, a few levels up (for the failure message)."""
+    import sys
+
+    seen = {id(sys._getframe())}
+
+    def describe(o, level):
+        out = []
+        for r in gc.get_referrers(o):
+            if id(r) in seen or r is seen:
+                continue
+            seen.add(id(r))
+            name = type(r).__qualname__
+            if hasattr(r, "f_code"):
+                name += f" {r.f_code.co_name} ({r.f_code.co_filename}:{r.f_lineno})"
+            elif isinstance(r, dict):
+                name += f" keys={list(r)[:8]}"
+            out.append("  " * (depth - level) + name)
+            if level > 1:
+                out += describe(r, level - 1)
+        return out
+
+    return "\n" + "\n".join(describe(obj, depth))
 
 
 def test_pipeline_threads_are_stopped_at_exit(lmdb_path):
