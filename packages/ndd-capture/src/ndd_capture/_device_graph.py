@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-# After this many steps whose signature differs from the captured one, the graph is dropped
-# and the loop runs kernel by kernel (a loop whose shapes keep changing gains nothing).
+# After this many steps in a row whose signature differs from the captured one, the graph is
+# dropped and the loop runs kernel by kernel (a loop whose shapes keep changing gains
+# nothing). In a row, so that an occasional odd step (a short last batch of each epoch)
+# never drops it.
 MAX_MISSES = 8
 
 
@@ -40,7 +42,8 @@ class DeviceGraph:
         self.state = "reference"  # -> "capture" -> "replay"; "off" once given up
         self.sigs: list | None = None
         self.shapes: dict = {}  # device node outputs of the reference step (their shapes)
-        self.misses = 0
+        self.misses = 0  # steps that differed from the captured one, in all
+        self.streak = 0  # ... since the last replay
         self.replays = 0
 
     def _off(self, why: str) -> None:
@@ -91,8 +94,9 @@ class DeviceGraph:
             sigs = None
         if sigs is None or sigs != self.sigs or (self.state == "replay" and not self.session.matches(arrays)):
             self.misses += 1
-            if self.misses > MAX_MISSES:
-                self._off(f"{self.misses} steps differed from the captured one")
+            self.streak += 1
+            if self.streak > MAX_MISSES:
+                self._off(f"{self.streak} steps in a row differed from the captured one")
             self.loop._run_nodes(self.nodes, vals, k, self.staged)
             return
         if self.state == "capture":
@@ -117,6 +121,7 @@ class DeviceGraph:
         else:
             out = self.session.replay(arrays)
         self.replays += 1
+        self.streak = 0
         vals.update(out)
 
 
