@@ -72,15 +72,21 @@ def _lazy(op: str, module: str, name: str) -> Callable:
         kernel.graph_pure = True  # type: ignore[attr-defined]
     if op in _GRAPH_STAGES:
         mod, host, device = _GRAPH_STAGES[op]
+        stages: list = []  # (host, device), imported on first use like the kernel
+
+        def graph_stage(i: int) -> Callable:
+            if not stages:
+                m = importlib.import_module(f"{__name__}.{mod}")
+                stages.extend((getattr(m, host), getattr(m, device)))
+            return stages[i]
 
         def graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-            load()
-            return getattr(importlib.import_module(f"{__name__}.{mod}"), host)(ctx, inputs, args)
+            return graph_stage(0)(ctx, inputs, args)
 
         def graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
             _, backend = load()
             with backend.stream_for(ctx.eval_context, ctx.device.device_id):
-                return getattr(importlib.import_module(f"{__name__}.{mod}"), device)(ctx, inputs, uploaded, args)
+                return graph_stage(1)(ctx, inputs, uploaded, args)
 
         kernel.graph_stages = (graph_host, graph_device)  # type: ignore[attr-defined]
     return kernel

@@ -298,8 +298,9 @@ def _warp_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
 
 def _warp_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
     mats, out_hw = _warp_plan(ctx, inputs, args)
-    theta = _grid_theta(mats, inputs[0].shapes()[0][:2], out_hw).astype(np.float32)
-    return [theta], (ctx.op, out_hw)
+    in_shape = inputs[0].shapes()[0]
+    theta = _grid_theta(mats, in_shape[:2], out_hw).astype(np.float32)
+    return [theta], (ctx.op, in_shape, out_hw)
 
 
 def _warp_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
