@@ -328,6 +328,9 @@ def test_the_gpu_part_replays_as_one_device_graph(lmdb_path):
     graph = with_graph[2]
     assert graph is not None and graph.state == "replay"
     assert 8 <= graph.replays <= 12 and graph.misses == 0
+    # The worker processes ran the host pass of every step they computed after the
+    # reference step (those already in flight then got it in this process).
+    assert graph.worker_passes >= graph.replays - graph.loop.depth > 0
     without = graphed_run(lmdb_path, preprocess, graphs=False)
     assert_same(eager, without)
     assert without[2] is None
@@ -373,6 +376,8 @@ def test_steps_unlike_the_captured_one_run_kernel_by_kernel(tmp_path):
     assert_same(eager, captured)
     graph = _graph_of(captured[2])
     assert graph.state == "replay" and graph.replays >= 6 and graph.misses >= 7, (graph.replays, graph.misses)
+    # ... told apart by the worker processes' host passes, but for the steps in flight
+    assert graph.worker_passes >= graph.replays + graph.misses - graph.loop.depth
     assert ndd.capture.report().worker.endswith("; the GPU part replayed as one device graph")
 
 

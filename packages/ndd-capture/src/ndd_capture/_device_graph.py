@@ -13,6 +13,13 @@ graphable (core's ``Plan.graph_host``); then each step:
    the graph's input buffers and the graph is replayed; otherwise the step runs kernel by
    kernel, with the same results.
 
+In a split pipeline the worker processes take over the host pass once the first step has
+run (they get the device values' shapes as stand-ins, and the captured signatures): each
+sends the arrays of its steps that match the captured one, so this process only fills
+the buffers and replays (the host pass is Python that would compete with the training
+step for the interpreter lock). Steps computed before, or by a worker that could not run
+the host pass, get it here as before.
+
 The first step runs kernel by kernel (it fills the kernels' caches, e.g. constant grids, and
 gives the reference signatures with real input shapes); the next step with the same
 signatures is captured. A graph that cannot be captured (an operator that reads device
@@ -23,20 +30,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from ndd._storage import BatchData
+
 # After this many steps in a row whose signature differs from the captured one, the graph is
 # dropped and the loop runs kernel by kernel (a loop whose shapes keep changing gains
 # nothing). In a row, so that an occasional odd step (a short last batch of each epoch)
 # never drops it.
 MAX_MISSES = 8
 
+# Keys of a worker process's host pass among a step's values: the arrays of a step whose
+# signatures are the captured ones, or (empty) a step that differs.
+GRAPH_ARRAYS = ("graph", "arrays")
+GRAPH_DIFFERS = ("graph", "differs")
+
 
 class DeviceGraph:
     """``compute(item, k)`` for a :class:`~._processes.SplitWorker`: the device nodes of
     ``loop`` on top of the host values a worker process computed for step ``k``."""
 
-    def __init__(self, loop: Any, session: Any) -> None:
+    def __init__(self, loop: Any, session: Any, processes: Any = None) -> None:
         self.loop = loop
         self.session = session
+        self.processes = processes  # the ProcessWorker feeding this graph, which may run the host pass
         self.nodes = loop.device_nodes
         self.staged = loop.staged_ids
         self.state = "reference"  # -> "capture" -> "replay"; "off" once given up
@@ -45,6 +60,8 @@ class DeviceGraph:
         self.misses = 0  # steps that differed from the captured one, in all
         self.streak = 0  # ... since the last replay
         self.replays = 0
+        self.slices: list[tuple[int, int]] = []  # each node's slice of a step's arrays
+        self.worker_passes = 0  # steps whose host pass a worker process ran
 
     def _off(self, why: str) -> None:
         self.state = "off"
@@ -52,12 +69,15 @@ class DeviceGraph:
 
     def compute(self, item: Any, k: int) -> Any:
         extra, outs, vals = item
+        pre = vals.pop(GRAPH_ARRAYS, None)
+        if vals.pop(GRAPH_DIFFERS, None) is not None:
+            pre = False
         if self.state == "off":
             self.loop._run_nodes(self.nodes, vals, k, self.staged)
         elif self.state == "reference":
             self._reference(vals, k)
         else:
-            self._graphed(vals, k)
+            self._graphed(vals, k, pre)
         return extra, outs, vals
 
     def _reference(self, vals: dict, k: int) -> None:
@@ -74,7 +94,23 @@ class DeviceGraph:
             return
         self.sigs = sigs
         self.shapes = {n.id: vals[n.id] for n in self.nodes}
+        at = 0
+        for _, arrays in sigs:
+            self.slices.append((at, at + len(arrays)))
+            at += len(arrays)
         self.state = "capture"
+        if self.processes is not None:
+            self._hand_host_pass_to_processes()
+
+    def _hand_host_pass_to_processes(self) -> None:
+        from ._processes import graph_host_spec
+
+        try:
+            standins = {nid: [self.session.shape_only(bd) for bd in bds] for nid, bds in self.shapes.items()}
+            payload = graph_host_spec(self.loop, self.nodes, self.staged, standins, self.sigs)
+        except Exception:  # noqa: BLE001 - something does not pickle: the host pass stays here
+            return
+        self.processes.set_graph_host(payload)
 
     def _host_pass(self, vals: dict, k: int) -> tuple[list, list, list]:
         """(signatures, arrays of the step in order, each node's slice of them)."""
@@ -87,12 +123,20 @@ class DeviceGraph:
             arrays.extend(a)
         return sigs, arrays, slices
 
-    def _graphed(self, vals: dict, k: int) -> None:
-        try:
-            sigs, arrays, slices = self._host_pass(vals, k)
-        except Exception:  # noqa: BLE001 - this step is not graphable: the eager run decides
-            sigs = None
-        if sigs is None or sigs != self.sigs or (self.state == "replay" and not self.session.matches(arrays)):
+    def _graphed(self, vals: dict, k: int, pre: list[BatchData] | bool | None) -> None:
+        """``pre``: a worker process's host pass of this step (its arrays, or False when the
+        step differs), or None when this thread runs it."""
+        if pre is None:
+            try:
+                sigs, arrays, slices = self._host_pass(vals, k)
+            except Exception:  # noqa: BLE001 - this step is not graphable: the eager run decides
+                sigs = None
+            same = sigs is not None and sigs == self.sigs
+        else:
+            self.worker_passes += 1
+            same = pre is not False
+            arrays, slices = ([bd.dense for bd in pre] if same else []), self.slices
+        if not same or (self.state == "replay" and not self.session.matches(arrays)):
             self.misses += 1
             self.streak += 1
             if self.streak > MAX_MISSES:
@@ -133,3 +177,25 @@ def _finish_eagerly(loop: Any, nodes: list, vals: dict, k: int, staged: set) -> 
     """Run the nodes of ``nodes`` not computed yet (after a failed host pass)."""
     left = [n for n in nodes if n.id not in vals]
     loop._run_nodes(left, vals, k, staged)
+
+
+def worker_host_pass(g: dict, vals: dict, k: int) -> None:
+    """The host pass of step ``k`` in a worker process (``g`` from ``graph_host_spec``), on
+    top of the step's host values ``vals``: the arrays go under ``GRAPH_ARRAYS`` when every
+    signature is the captured one, else ``GRAPH_DIFFERS`` is set."""
+    from ._processes import node_calls
+
+    view = {**vals, **g["standins"]}  # device values: shapes only
+    arrays: list = []
+    try:
+        for (_, plan, ins, batch_args, state, _), ref in zip(node_calls(g["nodes"], g["rngs"], view, k), g["sigs"]):
+            a, sig = plan.graph_host(ins, batch_args, state)
+            if _signature(sig, a) != ref:
+                break
+            arrays.extend(a)
+        else:
+            vals[GRAPH_ARRAYS] = [BatchData(dense=a) for a in arrays]
+            return
+    except Exception:  # noqa: BLE001 - not graphable this step: the loop's process runs it kernel by kernel
+        pass
+    vals[GRAPH_DIFFERS] = []

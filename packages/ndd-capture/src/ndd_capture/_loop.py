@@ -697,7 +697,7 @@ class CaptureLoop:
                 self.device_nodes = [n for n in self.nodes if n.id not in host]
                 self.staged_ids = staged
                 if self.device_nodes:
-                    graph = self._device_graph()
+                    graph = self._device_graph(processes)
                     self.worker = SplitWorker(processes, self.compute_device_part if graph is None
                                               else graph.compute, self.depth)
                     self.report.worker = (
@@ -714,7 +714,7 @@ class CaptureLoop:
         self.worker = Worker(source, self.compute, self.depth, self.ctx.num_threads)
         self.report.worker = self.report.worker or "threads"
 
-    def _device_graph(self) -> DeviceGraph | None:
+    def _device_graph(self, processes: ProcessWorker) -> DeviceGraph | None:
         """A device graph for the GPU part of a split pipeline, when every operator there is
         graphable and the device backend makes graphs (None otherwise)."""
         if not _settings["graphs"] or not all(n.plan.graphable for n in self.device_nodes):
@@ -727,7 +727,7 @@ class CaptureLoop:
         make = getattr(backend, "graph_session", None)
         if make is None:
             return None
-        return DeviceGraph(self, make(dev.device_id or 0, self.ctx))
+        return DeviceGraph(self, make(dev.device_id or 0, self.ctx), processes)
 
     def restart_source(self) -> None:
         """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and

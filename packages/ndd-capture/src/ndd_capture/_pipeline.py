@@ -1,7 +1,7 @@
 """The workers that run the captured graph ahead of the Python loop.
 
 Steps are numbered in the order their source items are read; each worker thread takes
-the next number, reads that item (under the lock, so the source is read in order),
+the next number, reads that item (under a read lock, so the source is read in order),
 computes every node for it outside the lock, and files the result. The consumer takes
 results strictly in order. At most ``depth`` steps are read ahead of the consumer, and
 several threads compute different steps at once (OpenCV, JPEG decoding and large NumPy
@@ -71,6 +71,7 @@ class Worker:
         self._timed = 0
         self._time = 0.0
         self._cv = threading.Condition()
+        self._read_lock = threading.Lock()
         self._threads: set[threading.Thread] = set()
         self._results: dict[int, Any] = {}
         self._next_read = 0
@@ -79,33 +80,44 @@ class Worker:
         self._stop = False
         _LIVE.add(self)
 
+    def _room(self, me: threading.Thread) -> bool:
+        """Wait until a step may be read ahead; False when this thread should end (stopped,
+        finished, or parked after ``_PARK_AFTER_S`` without room)."""
+        with self._cv:
+            deadline = time.monotonic() + _PARK_AFTER_S
+            while not (self._stop or self._finished) and self._next_read - self._next_get >= self._depth:
+                left = deadline - time.monotonic()
+                if left <= 0:  # nobody consumes: park
+                    self._threads.discard(me)
+                    return False
+                self._cv.wait(left)
+            if self._stop or self._finished:
+                self._threads.discard(me)
+                return False
+            return True
+
     def _run(self) -> None:
         me = threading.current_thread()
-        while True:
-            with self._cv:
-                deadline = time.monotonic() + _PARK_AFTER_S
-                while not (self._stop or self._finished) and self._next_read - self._next_get >= self._depth:
-                    left = deadline - time.monotonic()
-                    if left <= 0:  # nobody consumes: park
+        while self._room(me):
+            # Read under a lock of its own, so in order, but not under the results' lock: a
+            # read may wait (for a worker process's next step), and meanwhile the consumer
+            # must be able to take the results already filed.
+            with self._read_lock:
+                with self._cv:
+                    if self._stop or self._finished:
                         self._threads.discard(me)
                         return
-                    self._cv.wait(left)
-                if self._stop or self._finished:
-                    self._threads.discard(me)
-                    return
-                k = self._next_read
-                self._next_read += 1
+                    if self._next_read - self._next_get >= self._depth:
+                        continue  # another thread took the room
+                    k = self._next_read
+                    self._next_read += 1
                 try:
                     item = next(self._source)
                 except StopIteration:
-                    self._finished = True
-                    self._results[k] = END
-                    self._cv.notify_all()
+                    self._file(k, END, finished=True)
                     continue
                 except BaseException as e:  # noqa: BLE001 - delivered to the consumer
-                    self._finished = True
-                    self._results[k] = Failure(e)
-                    self._cv.notify_all()
+                    self._file(k, Failure(e), finished=True)
                     continue
             t0 = time.perf_counter()
             try:
@@ -120,6 +132,13 @@ class Worker:
                     if self._timed == _PROBE_STEPS and self._time / _PROBE_STEPS >= HEAVY_STEP_S:
                         self._max_threads = self._allowed_threads
                 self._cv.notify_all()
+
+    def _file(self, k: int, result: Any, finished: bool = False) -> None:
+        with self._cv:
+            self._results[k] = result
+            if finished:
+                self._finished = True
+            self._cv.notify_all()
 
     def _start_threads(self) -> None:
         while len(self._threads) < self._max_threads and not (self._stop or self._finished):

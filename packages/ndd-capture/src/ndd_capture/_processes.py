@@ -33,6 +33,7 @@ import subprocess
 import sys
 import traceback
 import weakref
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -52,6 +53,19 @@ _POLL_S = 0.1
 PARK_AFTER_S = 60.0
 
 
+def _node_specs(nodes: list, staged: set[int], stage: str) -> list:
+    """Each node as a worker process computes it: those in ``staged`` run stage ``stage``."""
+    return [(("staged", n.id) if n.id in staged else n.id, n.plan, n.inputs, n.kwargs,
+             id(n.rng) if n.rng is not None else None, n.offset, stage if n.id in staged else None)
+            for n in nodes]
+
+
+def _rng_bases(loop: Any, nodes: list) -> dict:
+    """The RNG clone bases (state, draws per step) of the random ones among ``nodes``."""
+    used = {id(n.rng) for n in nodes if n.rng is not None}
+    return {key: (str(tr.clone.get_state()), tr.period) for key, tr in loop.rng_tracks.items() if key in used}
+
+
 def graph_spec(loop: Any, nodes: list, staged: set[int]) -> dict:
     """What a worker process needs to compute ``nodes`` each step, of which those in
     ``staged`` only their host stage (raises if something cannot pickle)."""
@@ -62,37 +76,53 @@ def graph_spec(loop: Any, nodes: list, staged: set[int]) -> dict:
                          f"{'__main__' if cls.__module__ == '__main__' else 'a function'}, "
                          "which a worker process cannot import")
     state, taken = loop.source.origin()
-    used = {id(n.rng) for n in nodes if n.rng is not None}
-    rngs = {key: (str(tr.clone.get_state()), tr.period) for key, tr in loop.rng_tracks.items() if key in used}
-    plans = [(("staged", n.id) if n.id in staged else n.id, n.plan, n.inputs, n.kwargs,
-              id(n.rng) if n.rng is not None else None, n.offset, "host" if n.id in staged else None)
-             for n in nodes]
     spec = {"module": cls.__module__, "qualname": cls.__qualname__, "ctor": reader._ctor_args, "cwd": reader._ctor_cwd,
-            "state": state, "taken": taken, "batch_size": loop.batch_size, "nodes": plans, "rngs": rngs}
+            "state": state, "taken": taken, "batch_size": loop.batch_size,
+            "nodes": _node_specs(nodes, staged, "host"), "rngs": _rng_bases(loop, nodes), "graph": None}
     pickle.dumps(spec)  # fail here, in the parent, when something cannot travel
     return spec
 
 
-def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
-    """Compute every node for step ``k`` (the thread pipeline's rule, on plain data); a
-    staged node's host stage goes under the key ``("staged", id)``."""
+def graph_host_spec(loop: Any, nodes: list, staged: set[int], standins: dict, sigs: list) -> bytes:
+    """What a worker process needs to run the host pass of a device graph over ``nodes``
+    (see ``_device_graph``), pickled: device values are ``standins`` (shapes only), and a
+    step whose signatures differ from ``sigs`` is reported as such."""
+    return pickle.dumps({"nodes": _node_specs(nodes, staged, "device"), "rngs": _rng_bases(loop, nodes),
+                         "standins": standins, "sigs": sigs})
+
+
+def node_calls(nodes: list, rngs: dict, vals: dict, k: int) -> Iterator[tuple]:
+    """``(key, plan, inputs, batch args, random state, stage)`` of each node spec for step
+    ``k`` (the thread pipeline's rule, on plain data), resolved from ``vals`` as each is
+    taken; a staged node's device stage takes its host stage's data (``("staged", id)``)."""
     from ndd.random import RNG
 
-    vals = {0: src}
-    clones = {}
-    for key, (state, period) in rngs.items():
-        c = RNG(state=state)
-        c.advance(k * period)
-        clones[key] = [c, 0]
+    clones: dict = {}
     for key, plan, inputs, kwargs, rng_key, offset, stage in nodes:
-        ins = [None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1]) for s in inputs]
+        if stage == "device":
+            ins = vals[key]
+        else:
+            ins = [None if s is None else (vals[s[1][0]][s[1][1]] if s[0] == "ref" else s[1]) for s in inputs]
         batch_args = {name: vals[s[1][0]][s[1][1]] for name, s in kwargs.items() if s[0] == "ref"}
         state = None
         if rng_key is not None:
-            slot = clones[rng_key]
+            slot = clones.get(rng_key)
+            if slot is None:
+                base, period = rngs[rng_key]
+                c = RNG(state=base)
+                c.advance(k * period)
+                slot = clones[rng_key] = [c, 0]
             slot[0].advance(offset - slot[1])
             slot[1] = offset + 7
             state = slot[0].draw_words(7)
+        yield key, plan, ins, batch_args, state, stage
+
+
+def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
+    """Compute every node for step ``k``; a staged node's host stage goes under the key
+    ``("staged", id)``."""
+    vals = {0: src}
+    for key, plan, ins, batch_args, state, stage in node_calls(nodes, rngs, vals, k):
         vals[key] = plan.run(ins, batch_args, state, stage)
     return vals
 
@@ -105,7 +135,10 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
         shared = _Shared(shm_fd, spec["slots"]) if shm_fd >= 0 else None
         import ndd
 
+        from ._device_graph import worker_host_pass
         from ._loop import _continuous, _flatten
+
+        graph = None if spec["graph"] is None else pickle.loads(spec["graph"])
 
         cls: Any = importlib.import_module(spec["module"])
         for part in spec["qualname"].split("."):
@@ -135,11 +168,17 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
                 credit = conn.recv_bytes()  # b"+" per step it may compute; empty: stop
                 if not credit:
                     return
+                if credit[:1] == b"G":  # from now on, also the host pass of the device graph
+                    graph = pickle.loads(credit[1:])
+                    continue
                 allowance += len(credit)
             allowance -= 1
             flat, _ = _flatten(outs)
             src = [b._batch_data() for b in flat]
-            send_step(conn, shared, k // workers, extra, run_step(spec["nodes"], spec["rngs"], src, k))
+            vals = run_step(spec["nodes"], spec["rngs"], src, k)
+            if graph is not None:
+                worker_host_pass(graph, vals, k)
+            send_step(conn, shared, k // workers, extra, vals)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     except BaseException as e:  # noqa: BLE001 - sent to the parent
@@ -351,6 +390,16 @@ class ProcessWorker:
         outs = self._rebuild([Batch._wrap(bd, m.dtype, m.layout, CPU, m.ndim, self._batch_size)
                               for bd, m in zip(src, self._meta)])
         return extra, outs, vals
+
+    def set_graph_host(self, payload: bytes) -> None:
+        """From their next steps on, the processes also run the host pass of the device graph
+        (``payload`` from :func:`graph_host_spec`); restarted ones too."""
+        self._spec["graph"] = payload
+        for conn in list(self._conns):
+            try:
+                conn.send_bytes(b"G" + payload)
+            except (OSError, ValueError):  # it parked or was closed meanwhile: a restart sends the spec
+                pass
 
     def close(self) -> None:
         _shutdown(self._conns, self._procs, self._receivers)

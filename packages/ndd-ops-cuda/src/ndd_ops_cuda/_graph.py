@@ -129,6 +129,20 @@ class GraphSession:
             self._done.record(stream)
         return out
 
+    @staticmethod
+    def shape_only(bd: BatchData) -> BatchData:
+        """A stand-in for device batch ``bd`` with its shapes and dtypes and no data (torch
+        "meta" tensors): it pickles in a few bytes, so a capture worker process can run the
+        graph's host pass, which reads only the shapes of device inputs."""
+        import torch
+
+        def meta(t: Any) -> Any:
+            return torch.empty(t.shape, dtype=t.dtype, device="meta")
+
+        if bd.dense is not None:
+            return BatchData(dense=meta(bd.dense))
+        return BatchData(samples=[meta(s) for s in bd.samples])
+
     def _copy_out(self, outputs: dict) -> dict:
         """``{key: [BatchData]}`` with every tensor copied (on the current stream)."""
         copied = {}
