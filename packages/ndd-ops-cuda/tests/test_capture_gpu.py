@@ -438,3 +438,31 @@ def test_warp_affine_with_host_matrices_replays_from_a_graph(lmdb_path):
     captured = graphed_run(lmdb_path, body)
     assert_same(eager, captured)
     assert captured[2] is not None and captured[2].replays >= 8, ndd.capture.report().worker
+
+
+def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
+    """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
+    that the graph reads by address: the graph holds them, so the cache may drop them."""
+    captured = graphed_run(lmdb_path, preprocess)
+    kept = captured[2].session._kept
+    shapes = sorted(tuple(t.shape) for t in kept)
+    assert shapes == [(2, 1, 1), (B, 28 * 28, 3)], shapes  # (a, b) for one channel; the base grid
+
+
+def test_a_constant_made_inside_the_capture_switches_the_graph_off(lmdb_path, monkeypatch):
+    """Capturing runs no kernel, so a constant first made inside it would be cached without
+    its contents: with a cache that keeps nothing the capture fails, the loop runs kernel by
+    kernel, with eager results, and the report says why."""
+    from collections import OrderedDict
+
+    from ndd_ops_cuda.kernels import _common
+
+    monkeypatch.setattr(_common, "_CONSTANTS", OrderedDict())
+    monkeypatch.setattr(_common, "_CONSTANTS_MAX", 0)
+    eager = eager_run(lmdb_path, preprocess)
+    captured = graphed_run(lmdb_path, preprocess)
+    assert_same(eager, captured)
+    assert captured[2].state == "off"
+    assert ndd.capture.report().worker.endswith(
+        "; not as a device graph (capture failed: RuntimeError: a kernel made a cached constant inside a "
+        "device graph)"), ndd.capture.report().worker

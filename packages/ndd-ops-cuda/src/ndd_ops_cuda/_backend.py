@@ -231,6 +231,18 @@ class CudaBackend:
         if getattr(self._graph, "capturing", False):
             raise RuntimeError("a kernel copied host data to the GPU inside a device graph")
 
+    def graph_keeps(self, t: Any, made: bool) -> None:
+        """A cached constant tensor ``t`` read by a kernel (``made``: just made): while this
+        thread captures a device graph, the graph keeps it alive, since its replays read it
+        by address after the cache may have dropped it. Raises for one made inside the
+        capture: capturing runs no kernel, so its contents would not exist yet."""
+        kept = getattr(self._graph, "kept", None)
+        if kept is None:
+            return
+        if made:
+            raise RuntimeError("a kernel made a cached constant inside a device graph")
+        kept.append(t)
+
     def to_device(self, arr: Any, device_id: int, ctx: EvalContext | None = None) -> Any:
         """Copy a NumPy array (or a tensor on another GPU) to GPU ``device_id``.
 

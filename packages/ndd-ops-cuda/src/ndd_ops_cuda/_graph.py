@@ -5,7 +5,9 @@ H200 sandbox the ~15 launches of the tutorial loop cost more than the whole CPU 
 a step). A :class:`GraphSession` captures that work once as a ``torch.cuda.CUDAGraph``
 and replays it: each step only copies its host arrays into the graph's pinned input
 buffers, replays the graph and copies the outputs out (a replay rewrites the same output
-memory, and the loop may still hold the previous step's batches).
+memory, and the loop may still hold the previous step's batches). The graph itself ends by
+gathering every output into one buffer (its *arena*), so the copy out is one copy, and the
+step's outputs are views of that copy.
 
 What varies per step enters only through the input buffers; capture mode checks each
 step's signature against the captured one (``Plan.graph_host`` in core) and runs a
@@ -28,6 +30,56 @@ from ndd.plugins import BatchData
 
 from ._backend import BACKEND
 
+_ALIGN = 256  # bytes between output offsets in the arena: a view of any dtype is aligned
+
+
+class _Arena:
+    """The layout of a graph's outputs in one flat byte buffer: each tensor (a dense batch,
+    or each sample of a ragged one) at its own aligned offset."""
+
+    def __init__(self, outputs: dict) -> None:
+        at = 0
+
+        def place(t: Any) -> tuple:
+            nonlocal at
+            off = at
+            at += -(-t.numel() * t.element_size() // _ALIGN) * _ALIGN
+            return off, t.dtype, tuple(t.shape)
+
+        self.layout = {key: [(True, place(bd.dense)) if bd.dense is not None else (False, [place(x) for x in bd.samples])
+                             for bd in bds] for key, bds in outputs.items()}
+        self.nbytes = max(at, _ALIGN)
+
+    @staticmethod
+    def _view(buf: Any, views: dict, slot: tuple) -> Any:
+        off, dt, shape = slot
+        flat = views.get(dt)
+        if flat is None:
+            flat = views[dt] = buf.view(dt)
+        strides, step = [], 1
+        for n in reversed(shape):
+            strides.append(step)
+            step *= n
+        return flat.as_strided(shape, tuple(reversed(strides)), off // dt.itemsize)
+
+    def pack(self, buf: Any, outputs: dict) -> None:
+        """Copy ``outputs`` into their places in ``buf`` (inside the graph: replays do it)."""
+        views: dict = {}
+        for key, bds in outputs.items():
+            for bd, (dense, slots) in zip(bds, self.layout[key]):
+                if dense:
+                    self._view(buf, views, slots).copy_(bd.dense)
+                else:
+                    for x, slot in zip(bd.samples, slots):
+                        self._view(buf, views, slot).copy_(x)
+
+    def unpack(self, buf: Any) -> dict:
+        """``{key: [BatchData]}`` of views of ``buf`` (a copy of the arena)."""
+        views: dict = {}
+        return {key: [BatchData(dense=self._view(buf, views, slots)) if dense
+                      else BatchData(samples=[self._view(buf, views, slot) for slot in slots])
+                      for dense, slots in lay] for key, lay in self.layout.items()}
+
 
 class GraphSession:
     """One captured device graph of a capture loop (on the stream of its EvalContext)."""
@@ -40,8 +92,10 @@ class GraphSession:
         self._fn: Callable[[list], Any] | None = None
         self._pinned: list[Any] = []
         self._static: list[Any] = []
-        self._outputs: Any = None
+        self._arena: _Arena | None = None
+        self._buf: Any = None  # the arena, written by each replay
         self._done: Any = None  # event after the last replay: its input copies have been read
+        self._kept: list[Any] = []
 
     def _host_buffers(self, arrays: list[np.ndarray]) -> None:
         import torch
@@ -72,7 +126,7 @@ class GraphSession:
         self._fn = fn
         if self.emulated:
             self._static = [p.clone() for p in self._pinned]
-            return self._copy_out(self._run(fn))
+            return self._gather(self._run(fn))
         stream = BACKEND.stream(self.ctx, self.device_id)
         dev = torch.device("cuda", self.device_id)
         graph = torch.cuda.CUDAGraph()
@@ -86,7 +140,7 @@ class GraphSession:
                         self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
                         for s, p in zip(self._static, self._pinned):
                             s.copy_(p, non_blocking=True)
-                        self._outputs = self._run(fn)
+                        self._gather(self._run(fn))
                     except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
                         err = e
         except Exception:
@@ -97,14 +151,20 @@ class GraphSession:
         self._graph = graph
         return self._replay()
 
-    def _run(self, fn: Callable[[list], Any]) -> Any:
+    def _run(self, fn: Callable[[list], Any], capture: bool = True) -> Any:
         """``fn`` on the static inputs, with host-to-device copies refused (see
-        ``CudaBackend.check_not_capturing``)."""
+        ``CudaBackend.check_not_capturing``); a capture keeps the cached constants it reads
+        (see ``CudaBackend.graph_keeps``), an emulated replay only reruns ``fn``."""
         BACKEND._graph.capturing = True
+        kept: list[Any] | None = [] if capture else None
+        BACKEND._graph.kept = kept
         try:
             return fn(self._static)
         finally:
             BACKEND._graph.capturing = False
+            BACKEND._graph.kept = None
+            if kept is not None:
+                self._kept = kept
 
     def replay(self, arrays: list[np.ndarray]) -> Any:
         """This step's outputs: ``arrays`` into the input buffers, the graph replayed, the
@@ -114,8 +174,20 @@ class GraphSession:
             for s, p in zip(self._static, self._pinned):
                 s.copy_(p)
             assert self._fn is not None
-            return self._copy_out(self._run(self._fn))
+            return self._gather(self._run(self._fn, capture=False))
         return self._replay()
+
+    def _gather(self, outputs: dict) -> dict | None:
+        """The outputs into the arena (made at the first call); under the emulation, also
+        copied out as a replay would."""
+        import torch
+
+        if self._arena is None:
+            self._arena = _Arena(outputs)
+            dev = "cpu" if self.emulated else torch.device("cuda", self.device_id)
+            self._buf = torch.empty(self._arena.nbytes, dtype=torch.uint8, device=dev)
+        self._arena.pack(self._buf, outputs)
+        return self._arena.unpack(self._buf.clone()) if self.emulated else None
 
     def _replay(self) -> Any:
         import torch
@@ -123,7 +195,8 @@ class GraphSession:
         stream = BACKEND.stream(self.ctx, self.device_id)
         with torch.cuda.stream(stream):
             self._graph.replay()
-            out = self._copy_out(self._outputs)
+            assert self._arena is not None
+            out = self._arena.unpack(self._buf.clone())
             if self._done is None:
                 self._done = torch.cuda.Event()
             self._done.record(stream)
@@ -142,11 +215,3 @@ class GraphSession:
         if bd.dense is not None:
             return BatchData(dense=meta(bd.dense))
         return BatchData(samples=[meta(s) for s in bd.samples])
-
-    def _copy_out(self, outputs: dict) -> dict:
-        """``{key: [BatchData]}`` with every tensor copied (on the current stream)."""
-        copied = {}
-        for key, bds in outputs.items():
-            copied[key] = [BatchData(dense=bd.dense.clone()) if bd.dense is not None
-                           else BatchData(samples=[s.clone() for s in bd.samples]) for bd in bds]
-        return copied

@@ -88,17 +88,23 @@ def cached_constant(key: Any, stream: Any, make: Callable[[], torch.Tensor]) -> 
     each time. ``key`` must name the device.
 
     Per stream: a tensor is only read on the stream that wrote it (no cross-stream race),
-    and once evicted its memory is reused only after that stream's queued reads.
+    and once evicted its memory is reused only after that stream's queued reads. A device
+    graph being captured keeps the constants it reads (``CudaBackend.graph_keeps``).
     """
+    from .._backend import BACKEND
+
     k = (key, stream)
     with _CONSTANTS_LOCK:
         t = _CONSTANTS.get(k)
-        if t is None:
+        made = t is None
+        if made:
+            BACKEND.graph_keeps(None, True)  # raises inside a capture, before making anything
             t = _CONSTANTS[k] = make()
             if len(_CONSTANTS) > _CONSTANTS_MAX:
                 _CONSTANTS.popitem(last=False)
         else:
             _CONSTANTS.move_to_end(k)
+    BACKEND.graph_keeps(t, False)
     return t
 
 
