@@ -71,6 +71,26 @@ def _preprocess(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG, device
     return images.torch(), labels.torch()
 
 
+def _thread_cpu_s(prefix: str) -> float:
+    """CPU seconds used so far by the live threads of this process named ``prefix``..."""
+    import threading
+
+    total = 0.0
+    for t in threading.enumerate():
+        if t.name.startswith(prefix) and t.ident is not None:
+            try:
+                total += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            except (OSError, AttributeError):  # the thread just ended, or not POSIX
+                pass
+    return total
+
+
+# CPU µs per step of the last timed epoch of mnist_loop: the loop's thread (the training step
+# plus the replayed calls) and the capture pipeline's threads here (the GPU part of a split
+# pipeline); they share the interpreter lock.
+last_cpu_per_step: dict[str, float] = {}
+
+
 def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int) -> tuple[float, float]:
     """Median samples/s of the epochs after the first, and the final loss."""
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -85,7 +105,7 @@ def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int) -> t
         prof = mnist_loop_profiler if epoch == epochs - 1 else None
         if prof is not None:
             prof.enable()
-        n, t0 = 0, time.perf_counter()
+        n, t0, c0, p0 = 0, time.perf_counter(), time.thread_time(), _thread_cpu_s("ndd-capture")
         for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
             images, targets = _preprocess(jpegs, labels, rng, device)
             images, targets = images.to(dev, non_blocking=True), targets.to(dev, non_blocking=True)
@@ -96,6 +116,9 @@ def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int) -> t
             n += targets.numel()
         _sync()
         rates.append(n / (time.perf_counter() - t0))
+        steps = max(1, n // B)
+        last_cpu_per_step.update(loop=(time.thread_time() - c0) / steps * 1e6,
+                                 pipeline=max(0.0, _thread_cpu_s("ndd-capture") - p0) / steps * 1e6)
         if prof is not None:
             prof.disable()
     return statistics.median(rates[1:] or rates), float(loss.item())
@@ -355,6 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
         if capture and ndd.capture.report() is not None:
             print(f"    pipeline: {ndd.capture.report().worker}", flush=True)
+        if last_cpu_per_step:
+            print(f"    CPU per step (last epoch): loop thread {last_cpu_per_step['loop']:,.0f} µs, "
+                  f"pipeline threads here {last_cpu_per_step['pipeline']:,.0f} µs", flush=True)
+            last_cpu_per_step.clear()
     try:
         rows += op_rows(data)
     except Exception as e:  # noqa: BLE001
