@@ -168,6 +168,32 @@ def test_waiting_from_executor_thread_does_not_deadlock():
     assert holder["v"] == [1, 1]
 
 
+def test_two_threads_forcing_one_deferred_call_both_get_it():
+    """While one thread runs a deferred call, another that needs it waits for that run
+    (it used to wait forever: the claim of a call was never given back)."""
+    _gate.clear()
+    with ndd.EvalMode.deferred:
+        t = probe(_own(np.zeros(2, np.int32)), wait=True, tag=7)
+    got = {}
+
+    def force(name):
+        got[name] = np.asarray(t).tolist()
+
+    first = threading.Thread(target=force, args=("first",), daemon=True)
+    first.start()
+    deadline = time.time() + 5
+    while not t._inv._claim.locked() and time.time() < deadline:  # the first thread is running it
+        time.sleep(0.001)
+    second = threading.Thread(target=force, args=("second",), daemon=True)
+    second.start()
+    time.sleep(0.05)
+    _gate.set()
+    first.join(5)
+    second.join(5)
+    assert got == {"first": [1, 1], "second": [1, 1]}
+    assert [tag for tag, _ in _runs] == [7]  # it ran once
+
+
 def test_eval_context():
     ctx = ndd.EvalContext(num_threads=2)
     assert ctx.num_threads == 2 and ctx.device_id is None and ctx.cuda_stream is None

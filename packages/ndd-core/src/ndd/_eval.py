@@ -100,10 +100,13 @@ class Invocation:
         return self.outputs is not None or self.error is not None
 
     def run(self) -> None:
-        """Run the call unless another thread already claimed it."""
+        """Run the call unless another thread is running it or it has run. The claim is
+        held while it runs, so :meth:`_wait_claim` waits for another thread's run."""
         if not self._claim.acquire(blocking=False):
             return
         try:
+            if self._fn is None:  # it has run
+                return
             self.outputs = self._fn()
         except BaseException as e:  # noqa: BLE001 - re-raised on access
             self.error = e
@@ -115,6 +118,7 @@ class Invocation:
         finally:
             self._fn = None
             self._frame = None
+            self._claim.release()
             if self._event is not None:
                 self._event.set()
 
