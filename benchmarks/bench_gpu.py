@@ -5,8 +5,9 @@
   decoders.image GRAY → random rotation → crop_mirror_normalize → MLP + SGD), eager and
   captured, preprocessing on the CPU and on the GPU (the model on the GPU in all), the
   captured GPU loop on threads and split across worker processes (the default), its GPU part
-  kernel by kernel and as one device graph (the default); then two experiments on the graph
-  row: prefetch depth 4, and a 0.5 ms interpreter switch interval.
+  kernel by kernel and as one device graph (the default); then three experiments on the graph
+  row: prefetch depth 4, a 0.5 ms interpreter switch interval, and the GPU part on the
+  loop's thread.
   The tutorial's figures for DALI on its GPU: 25,713 samples/s eager, 41,392 captured.
 * The CPU cost of each operator call of the tutorial's GPU step.
 * decoders.image on batches of 256x256 RGB JPEGs, images/s: the CPU decoder
@@ -337,14 +338,16 @@ def main(argv: list[str] | None = None) -> int:
                  f"{ceiling / TUTORIAL['capture']:.2f}x DALI's {TUTORIAL['capture']:,}"))
     print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
     procs = ndd.capture.default_worker_processes()
-    # (device, capture, worker processes (None: the default), device graphs, prefetch depth,
-    # interpreter switch interval in s (None: Python's 5 ms)). The last rows are experiments
-    # for the GPU machine: how the GPU loop responds to more read-ahead, and to a shorter
-    # wait for the interpreter lock between the training thread and the pipeline's GPU thread.
+    # (device, capture, worker processes (None: the default), device graphs ("loop": on the
+    # loop's thread), prefetch depth, interpreter switch interval in s (None: Python's 5 ms)).
+    # The last rows are experiments for the GPU machine: how the GPU loop responds to more
+    # read-ahead, to a shorter wait for the interpreter lock between the training thread and
+    # the pipeline's GPU thread, and to no GPU thread at all.
     runs = [("cpu", False, None, True, 2, None), ("cpu", True, None, True, 2, None),
             ("gpu", False, None, True, 2, None), ("gpu", True, 0, True, 2, None),
             ("gpu", True, None, False, 2, None), ("gpu", True, None, True, 2, None),
-            ("gpu", True, None, True, 4, None), ("gpu", True, None, True, 2, 0.0005)]
+            ("gpu", True, None, True, 4, None), ("gpu", True, None, True, 2, 0.0005),
+            ("gpu", True, None, "loop", 2, None)]
     for device, capture, processes, graphs, depth, switch in runs:
         mode = "capture" if capture else "eager"
         name = f"MNIST loop + training, {mode}, preprocessing on {device}"
@@ -352,12 +355,15 @@ def main(argv: list[str] | None = None) -> int:
             name += " (pipeline on threads)" if processes == 0 else f" ({procs} worker processes)"
             if device == "gpu" and processes != 0:
                 name += ", GPU part as one device graph" if graphs else ", GPU part kernel by kernel"
+                if graphs == "loop":
+                    name += " on the loop's thread"
             if depth != 2:
                 name += f", prefetch depth {depth}"
             if switch is not None:
                 name += f", switch interval {switch * 1e3:g} ms"
         ndd.capture.set_worker_processes(processes)
-        ndd.capture.set_device_graphs(graphs)
+        ndd.capture.set_device_graphs(bool(graphs))
+        ndd.capture.set_gpu_thread(graphs != "loop")
         ndd.capture.set_prefetch_depth(depth)
         interval = sys.getswitchinterval()
         if switch is not None:
@@ -373,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             ndd.capture.set_worker_processes(None)
             ndd.capture.set_device_graphs(True)
+            ndd.capture.set_gpu_thread(True)
             ndd.capture.set_prefetch_depth(2)
             sys.setswitchinterval(interval)
         print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)

@@ -276,7 +276,8 @@ def _graph_of(reader):
     """The device graph runner of a reader's split capture pipeline."""
     from ndd_capture._device_graph import DeviceGraph
 
-    compute = reader._capture_loop.worker._thread._compute
+    worker = reader._capture_loop.worker
+    compute = worker._thread._compute if hasattr(worker, "_thread") else worker._compute
     return getattr(compute, "__self__", None) if isinstance(getattr(compute, "__self__", None), DeviceGraph) \
         else None
 
@@ -466,3 +467,20 @@ def test_a_constant_made_inside_the_capture_switches_the_graph_off(lmdb_path, mo
     assert ndd.capture.report().worker.endswith(
         "; not as a device graph (capture failed: RuntimeError: a kernel made a cached constant inside a "
         "device graph)"), ndd.capture.report().worker
+
+
+@pytest.mark.parametrize("graphs", [True, False])
+def test_the_gpu_part_on_the_loops_thread(lmdb_path, graphs):
+    """ndd.capture.set_gpu_thread(False): the loop's thread computes the GPU part of each
+    step when it takes it (from the graph, or kernel by kernel); eager results."""
+    eager = eager_run(lmdb_path, preprocess)
+    ndd.capture.set_gpu_thread(False)
+    try:
+        captured = graphed_run(lmdb_path, preprocess, graphs=graphs)
+        worker = ndd.capture.report().worker
+    finally:
+        ndd.capture.set_gpu_thread(True)
+    assert_same(eager, captured)
+    assert "the 6 on the GPU on the loop's thread" in worker, worker
+    assert worker.endswith("; the GPU part replayed as one device graph") == graphs, worker
+    assert (captured[2] is not None and captured[2].replays >= 8) == graphs

@@ -447,6 +447,30 @@ class SplitWorker:
         self._processes.close()
 
 
+class OnLoopThread:
+    """A split pipeline whose GPU part runs on the thread that takes each step (see
+    ``ndd.capture.set_gpu_thread``): ``get`` computes ``compute(item, k)`` on the next
+    result of the processes. Same interface as the other workers."""
+
+    def __init__(self, processes: ProcessWorker, compute: Any) -> None:
+        self._processes = processes
+        self._compute = compute
+        self._k = 0
+
+    def get(self) -> Any:
+        item = self._processes.get()
+        if isinstance(item, Failure):
+            return item
+        k, self._k = self._k, self._k + 1
+        try:
+            return self._compute(item, k)
+        except BaseException as e:  # noqa: BLE001 - delivered to the loop, like the other workers'
+            return Failure(e)
+
+    def close(self) -> None:
+        self._processes.close()
+
+
 def _host_steps(processes: ProcessWorker) -> Any:
     """The processes' steps as an iterator (a failure is raised, and so reaches the loop)."""
     while True:
