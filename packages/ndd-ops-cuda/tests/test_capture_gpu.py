@@ -484,3 +484,42 @@ def test_the_gpu_part_on_the_loops_thread(lmdb_path, graphs):
     assert "the 6 on the GPU on the loop's thread" in worker, worker
     assert worker.endswith("; the GPU part replayed as one device graph") == graphs, worker
     assert (captured[2] is not None and captured[2].replays >= 8) == graphs
+
+
+@pytest.mark.requires_cuda
+def test_a_capture_leaves_other_threads_work_on_the_contexts_stream_alone():
+    """While a pipeline thread captures a device graph, the training thread hands batches of
+    the same EvalContext to torch (which records events on the context's stream) and runs
+    kernels: the capture is on a stream of its own, so that work runs at once and does not
+    join the graph; the graph computes what it captured."""
+    import threading
+
+    import torch
+
+    from ndd_ops_cuda._backend import BACKEND
+
+    ctx = ndd.EvalContext.current()
+    session = BACKEND.graph_session(0, ctx)
+    inside, release = threading.Event(), threading.Event()
+
+    def fn(uploaded):
+        inside.set()
+        assert release.wait(10)
+        return {1: [ndd.plugins.BatchData(dense=uploaded[0] * 2)]}
+
+    first = np.arange(16, dtype=np.float32)
+    out = []
+    t = threading.Thread(target=lambda: out.append(session.capture([first], fn)), daemon=True)
+    t.start()
+    assert inside.wait(10)
+    try:
+        g = ndd.as_batch(np.full((4, 8), 3, np.float32)).gpu()
+        total = (g.torch() + 1).sum().item()  # a hand-off (events on ctx's stream), kernels, a sync
+    finally:
+        release.set()
+        t.join(20)
+    assert total == 4 * 8 * 4
+    np.testing.assert_array_equal(out[0][1][0].dense.cpu().numpy(), first * 2)
+    again = session.replay([first + 1])
+    np.testing.assert_array_equal(again[1][0].dense.cpu().numpy(), (first + 1) * 2)
+    torch.cuda.synchronize()

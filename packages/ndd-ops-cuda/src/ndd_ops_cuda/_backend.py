@@ -69,7 +69,10 @@ class CudaBackend:
         self._np2t: dict[np.dtype, Any] = {}
         self._t2np: dict[Any, np.dtype] = {}
         self._device_count = 0  # CUDA devices seen (checked again only for a higher id)
-        self._graph = threading.local()  # .capturing: this thread is capturing a device graph
+        # This thread's device-graph capture (see ``_graph``): .capturing, .kept (the cached
+        # constants it reads), .stream (its private capture stream) and .home (the stream it
+        # stands in for).
+        self._graph = threading.local()
 
     # -- availability ------------------------------------------------------------
     @property
@@ -122,6 +125,9 @@ class CudaBackend:
         """
         if _emulated():
             return None
+        capture = getattr(self._graph, "stream", None)
+        if capture is not None:  # this thread captures a device graph: onto its private stream
+            return capture
         import torch
 
         ctx = EvalContext.current() if ctx is None else ctx
@@ -230,6 +236,13 @@ class CudaBackend:
         only through its input buffers, see ``_graph``)."""
         if getattr(self._graph, "capturing", False):
             raise RuntimeError("a kernel copied host data to the GPU inside a device graph")
+
+    def graph_home(self, stream: Any) -> Any:
+        """The stream a capture's private stream stands in for (where the graph replays);
+        any other stream as it is."""
+        if stream is not None and stream is getattr(self._graph, "stream", None):
+            return self._graph.home
+        return stream
 
     def graph_keeps(self, t: Any, made: bool) -> None:
         """A cached constant tensor ``t`` read by a kernel (``made``: just made): while this

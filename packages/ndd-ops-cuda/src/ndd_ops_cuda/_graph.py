@@ -82,7 +82,8 @@ class _Arena:
 
 
 class GraphSession:
-    """One captured device graph of a capture loop (on the stream of its EvalContext)."""
+    """One device graph of a capture loop: captured on a private stream, replayed on the
+    stream of its EvalContext."""
 
     def __init__(self, device_id: int, ctx: EvalContext) -> None:
         self.device_id = device_id
@@ -127,15 +128,21 @@ class GraphSession:
         if self.emulated:
             self._static = [p.clone() for p in self._pinned]
             return self._gather(self._run(fn))
-        stream = BACKEND.stream(self.ctx, self.device_id)
+        home = BACKEND.stream(self.ctx, self.device_id)
         dev = torch.device("cuda", self.device_id)
+        # Captured on a stream of its own, which the kernels of this thread use meanwhile
+        # (CudaBackend.stream): the EvalContext's stream is shared with other threads (the
+        # training loop's hand-offs record events on it), and whatever any thread enqueues on
+        # a capturing stream joins the capture instead of running. Replays run on ``home``.
+        capture = torch.cuda.Stream(device=dev)
         graph = torch.cuda.CUDAGraph()
         err: BaseException | None = None
         try:
             with torch.cuda.device(dev):
                 # thread_local: the training loop's own CUDA calls on other threads stay legal
                 # while this thread captures.
-                with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+                with torch.cuda.graph(graph, stream=capture, capture_error_mode="thread_local"):
+                    BACKEND._graph.stream, BACKEND._graph.home = capture, home
                     try:
                         self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
                         for s, p in zip(self._static, self._pinned):
@@ -143,6 +150,8 @@ class GraphSession:
                         self._gather(self._run(fn))
                     except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
                         err = e
+                    finally:
+                        BACKEND._graph.stream = BACKEND._graph.home = None
         except Exception:
             if err is None:
                 raise

@@ -93,7 +93,7 @@ def cached_constant(key: Any, stream: Any, make: Callable[[], torch.Tensor]) -> 
     """
     from .._backend import BACKEND
 
-    k = (key, stream)
+    k = (key, BACKEND.graph_home(stream))  # a graph capture's stream counts as the one it replays on
     with _CONSTANTS_LOCK:
         t = _CONSTANTS.get(k)
         made = t is None
