@@ -15,7 +15,9 @@ threads are used.
 
 A graph with GPU operators is split (:class:`SplitWorker`): the processes read and run the
 CPU operators that depend only on the reader, and a thread of this process runs the GPU
-operators (and whatever depends on them) on top, so only host data cross processes.
+operators (and whatever depends on them) on top, so only host data cross processes. When
+that GPU part replays as a device graph (``_device_graph``), the processes also run its host
+pass once the graph's first step has run (:meth:`ProcessWorker.set_graph_host`).
 """
 
 from __future__ import annotations
