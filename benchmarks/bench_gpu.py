@@ -383,8 +383,14 @@ def main(argv: list[str] | None = None) -> int:
             ndd.capture.set_prefetch_depth(2)
             sys.setswitchinterval(interval)
         print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
-        if capture and ndd.capture.report() is not None:
-            print(f"    pipeline: {ndd.capture.report().worker}", flush=True)
+        rep = ndd.capture.report() if capture else None
+        if rep is not None:
+            print(f"    pipeline: {rep.worker}", flush=True)
+            if rep.device_graph is not None:
+                g = rep.device_graph
+                print(f"    device graph: {g.replayed} steps replayed, {g.kernel_by_kernel} kernel by kernel "
+                      f"({g.unlike} unlike the captured one); host pass in the workers for "
+                      f"{g.host_pass_in_workers}", flush=True)
         if last_cpu_per_step:
             print(f"    CPU per step (last epoch): loop thread {last_cpu_per_step['loop']:,.0f} µs, "
                   f"pipeline threads here {last_cpu_per_step['pipeline']:,.0f} µs", flush=True)

@@ -284,7 +284,8 @@ def _graph_of(reader):
 
 def graphed_run(path, body, graphs=True, epochs=2, processes=2):
     """``body(jpegs, labels, rng)`` over ``epochs`` epochs in capture mode with a split
-    pipeline: (outputs as NumPy, the RNG's final state, the device graph runner or None)."""
+    pipeline: (outputs as NumPy, the RNG's final state, the device graph runner or None,
+    the capture report)."""
     ndd.capture.set_worker_processes(processes)
     ndd.capture.set_device_graphs(graphs)
     try:
@@ -294,7 +295,7 @@ def graphed_run(path, body, graphs=True, epochs=2, processes=2):
         for _ in range(epochs):
             for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
                 out.append([t.cpu().numpy().copy() for t in body(jpegs, labels, rng)])
-        return out, str(rng.get_state()), _graph_of(reader)
+        return out, str(rng.get_state()), _graph_of(reader), ndd.capture.report()
     finally:
         ndd.capture.set_worker_processes(None)
         ndd.capture.set_device_graphs(True)
@@ -328,10 +329,17 @@ def test_the_gpu_part_replays_as_one_device_graph(lmdb_path):
     assert_same(eager, with_graph)
     graph = with_graph[2]
     assert graph is not None and graph.state == "replay"
-    assert 8 <= graph.replays <= 12 and graph.misses == 0
+    stats = graph.stats
+    assert 8 <= stats.replayed <= 12 and stats.unlike == 0
+    # The first step is the reference, run kernel by kernel; the report shows the same
+    # numbers (live).
+    assert stats.kernel_by_kernel == 1
+    assert with_graph[3].device_graph is stats
+    assert f"device graph: {stats.replayed} steps replayed, 1 kernel by kernel" in with_graph[3].summary()
+    assert with_graph[3].to_dict()["device_graph"]["replayed"] == stats.replayed
     # The worker processes ran the host pass of every step they computed after the
     # reference step (those already in flight then got it in this process).
-    assert graph.worker_passes >= graph.replays - graph.loop.depth > 0
+    assert stats.host_pass_in_workers >= stats.replayed - graph.loop.depth > 0
     without = graphed_run(lmdb_path, preprocess, graphs=False)
     assert_same(eager, without)
     assert without[2] is None
@@ -376,9 +384,11 @@ def test_steps_unlike_the_captured_one_run_kernel_by_kernel(tmp_path):
     captured = _split(_unshuffled, path, True)
     assert_same(eager, captured)
     graph = _graph_of(captured[2])
-    assert graph.state == "replay" and graph.replays >= 6 and graph.misses >= 7, (graph.replays, graph.misses)
+    stats = graph.stats
+    assert graph.state == "replay" and stats.replayed >= 6 and stats.unlike >= 7, stats
+    assert stats.kernel_by_kernel == stats.unlike + 1  # and the reference step
     # ... told apart by the worker processes' host passes, but for the steps in flight
-    assert graph.worker_passes >= graph.replays + graph.misses - graph.loop.depth
+    assert stats.host_pass_in_workers >= stats.replayed + stats.unlike - graph.loop.depth
     assert ndd.capture.report().worker.endswith("; the GPU part replayed as one device graph")
 
 
@@ -394,6 +404,9 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
     assert_same(eager, captured)
     graph = _graph_of(captured[2])
     assert graph.state == "off" and graph.streak == 4
+    # 3 epochs of 6 steps, the first traced: every later step either replayed or ran kernel
+    # by kernel (a few more may have been computed ahead)
+    assert graph.stats.replayed + graph.stats.kernel_by_kernel >= 3 * 6 - 1
     assert ndd.capture.report().worker.endswith(
         "; not as a device graph (4 steps in a row differed from the captured one)")
 
@@ -438,7 +451,7 @@ def test_warp_affine_with_host_matrices_replays_from_a_graph(lmdb_path):
     eager = eager_run(lmdb_path, body)
     captured = graphed_run(lmdb_path, body)
     assert_same(eager, captured)
-    assert captured[2] is not None and captured[2].replays >= 8, ndd.capture.report().worker
+    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
 
 
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
@@ -483,7 +496,7 @@ def test_the_gpu_part_on_the_loops_thread(lmdb_path, graphs):
     assert_same(eager, captured)
     assert "the 6 on the GPU on the loop's thread" in worker, worker
     assert worker.endswith("; the GPU part replayed as one device graph") == graphs, worker
-    assert (captured[2] is not None and captured[2].replays >= 8) == graphs
+    assert (captured[2] is not None and captured[2].stats.replayed >= 8) == graphs
 
 
 @pytest.mark.requires_cuda

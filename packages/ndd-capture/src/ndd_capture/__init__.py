@@ -27,9 +27,9 @@ from ._loop import (
     set_prefetch_depth,
     set_worker_processes,
 )
-from ._report import RUNTIME_CODES, CaptureReport, Fallback, SiteRecord
+from ._report import RUNTIME_CODES, CaptureReport, DeviceGraphStats, Fallback, SiteRecord
 
-__all__ = ["external_source_epoch", "feed", "reader_epoch", "CaptureError", "CaptureReport", "CapturedBatch", "default_worker_processes", "Fallback", "SiteRecord", "invariant",
+__all__ = ["external_source_epoch", "feed", "reader_epoch", "CaptureError", "CaptureReport", "CapturedBatch", "default_worker_processes", "DeviceGraphStats", "Fallback", "SiteRecord", "invariant",
            "is_invariant", "report", "reason_codes", "set_device_graphs", "set_gpu_thread", "set_prefetch_depth", "set_worker_processes", "unwrap_invariant", "unwrap_invariants"]
 
 

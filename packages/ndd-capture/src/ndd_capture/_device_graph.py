@@ -32,6 +32,8 @@ from typing import Any
 
 from ndd._storage import BatchData
 
+from ._report import DeviceGraphStats
+
 # After this many steps in a row whose signature differs from the captured one, the graph is
 # dropped and the loop runs kernel by kernel (a loop whose shapes keep changing gains
 # nothing). In a row, so that an occasional odd step (a short last batch of each epoch)
@@ -57,11 +59,9 @@ class DeviceGraph:
         self.state = "reference"  # -> "capture" -> "replay"; "off" once given up
         self.sigs: list | None = None
         self.shapes: dict = {}  # device node outputs of the reference step (their shapes)
-        self.misses = 0  # steps that differed from the captured one, in all
-        self.streak = 0  # ... since the last replay
-        self.replays = 0
+        self.streak = 0  # steps unlike the captured one since the last replay
         self.slices: list[tuple[int, int]] = []  # each node's slice of a step's arrays
-        self.worker_passes = 0  # steps whose host pass a worker process ran
+        self.stats = loop.report.device_graph = DeviceGraphStats()
 
     def _off(self, why: str) -> None:
         self.state = "off"
@@ -73,6 +73,7 @@ class DeviceGraph:
         if vals.pop(GRAPH_DIFFERS, None) is not None:
             pre = False
         if self.state == "off":
+            self.stats.kernel_by_kernel += 1
             self.loop._run_nodes(self.nodes, vals, k, self.staged)
         elif self.state == "reference":
             self._reference(vals, k)
@@ -82,6 +83,7 @@ class DeviceGraph:
 
     def _reference(self, vals: dict, k: int) -> None:
         """Kernel by kernel, taking each operator's host pass on its real inputs."""
+        self.stats.kernel_by_kernel += 1
         sigs = []
         try:
             for node, ins, batch_args, state, _ in self.loop._node_calls(self.nodes, vals, k, self.staged):
@@ -133,11 +135,12 @@ class DeviceGraph:
                 sigs = None
             same = sigs is not None and sigs == self.sigs
         else:
-            self.worker_passes += 1
+            self.stats.host_pass_in_workers += 1
             same = pre is not False
             arrays, slices = ([bd.dense for bd in pre] if same else []), self.slices
         if not same or (self.state == "replay" and not self.session.matches(arrays)):
-            self.misses += 1
+            self.stats.unlike += 1
+            self.stats.kernel_by_kernel += 1
             self.streak += 1
             if self.streak > MAX_MISSES:
                 self._off(f"{self.streak} steps in a row differed from the captured one")
@@ -158,13 +161,14 @@ class DeviceGraph:
                 out = self.session.capture(arrays, device_pass)
             except Exception as e:  # noqa: BLE001 - e.g. a kernel that synchronises
                 self._off(f"capture failed: {type(e).__name__}: {e}")
+                self.stats.kernel_by_kernel += 1
                 self.loop._run_nodes(self.nodes, vals, k, self.staged)
                 return
             self.state = "replay"
             self.loop.report.worker += "; the GPU part replayed as one device graph"
         else:
             out = self.session.replay(arrays)
-        self.replays += 1
+        self.stats.replayed += 1
         self.streak = 0
         vals.update(out)
 

@@ -63,6 +63,23 @@ class Fallback:
 
 
 @dataclass
+class DeviceGraphStats:
+    """How the GPU part of a split capture pipeline ran, step by step (ours; live).
+
+    ``replayed``: steps computed by replaying the device graph (the captured step too);
+    ``kernel_by_kernel``: steps run kernel by kernel (the first, which sets the reference,
+    steps unlike the captured one, and every step once the graph is dropped); ``unlike``:
+    steps whose signature (shapes, output sizes) differed from the captured one;
+    ``host_pass_in_workers``: steps whose host pass a worker process ran.
+    """
+
+    replayed: int = 0
+    kernel_by_kernel: int = 0
+    unlike: int = 0
+    host_pass_in_workers: int = 0
+
+
+@dataclass
 class CaptureReport:
     """The report of one capture-mode loop (live while the loop runs)."""
 
@@ -72,21 +89,26 @@ class CaptureReport:
     steps: int = 0
     traced: bool = False
     worker: str = ""  # how the pipeline runs: "threads" or "N process(es)" (and why not)
+    device_graph: DeviceGraphStats | None = None  # set when the GPU part may run as a device graph
 
     def summary(self) -> str:
         n = len(self.sites)
         cap = sum(s.captured for s in self.sites)
         rep = sum(s.replayed for s in self.sites)
         eag = sum(s.eager for s in self.sites)
+        g = self.device_graph
         return (f"capture: {cap}/{n} call sites captured; {rep} calls replayed, {eag} run eagerly, "
                 f"{len(self.fallbacks)} fallbacks over {self.steps} steps"
-                + (f"; pipeline on {self.worker}" if self.worker else ""))
+                + (f"; pipeline on {self.worker}" if self.worker else "")
+                + (f"; device graph: {g.replayed} steps replayed, {g.kernel_by_kernel} kernel by kernel"
+                   if g is not None else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "batch_size": self.batch_size,
             "steps": self.steps,
             "worker": self.worker,
+            "device_graph": None if self.device_graph is None else asdict(self.device_graph),
             "summary": self.summary(),
             "sites": [asdict(s) for s in self.sites],
             "fallbacks": [{"site": f"{f.site.op} at {f.site.filename}:{f.site.lineno}", "step": f.step,
