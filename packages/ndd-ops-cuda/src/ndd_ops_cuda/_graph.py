@@ -30,6 +30,31 @@ from ndd.plugins import BatchData
 
 from ._backend import BACKEND
 
+# What a CUDA graph capture refuses because it would synchronise: reading a device value
+# back (.item(), bool(), int() of a tensor), and outputs whose size depends on device values.
+_SYNCING_OPS = frozenset({"aten::_local_scalar_dense", "aten::nonzero", "aten::nonzero_static",
+                          "aten::masked_select", "aten::_unique", "aten::_unique2", "aten::unique_dim",
+                          "aten::unique_consecutive", "aten::repeat_interleave"})
+
+
+def _refusing_device_reads() -> Any:
+    """A context (this thread) in which those operations raise, for captures under the
+    emulation: on the CPU they would pass unnoticed, and the graph would fail only on CUDA
+    (where the loop then runs kernel by kernel, slower)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Refuse(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            name = func._schema.name
+            if name in _SYNCING_OPS or (name == "aten::index" and any(
+                    isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ()))):
+                raise RuntimeError(f"a kernel read device data back inside a device graph ({name})")
+            return func(*args, **(kwargs or {}))
+
+    return Refuse()
+
+
 _ALIGN = 256  # bytes between output offsets in the arena: a view of any dtype is aligned
 
 
@@ -127,7 +152,8 @@ class GraphSession:
         self._fn = fn
         if self.emulated:
             self._static = [p.clone() for p in self._pinned]
-            return self._gather(self._run(fn))
+            with _refusing_device_reads():
+                return self._gather(self._run(fn))
         home = BACKEND.stream(self.ctx, self.device_id)
         dev = torch.device("cuda", self.device_id)
         # Captured on a stream of its own, which the kernels of this thread use meanwhile

@@ -1,0 +1,46 @@
+"""A device graph session (``_graph.GraphSession``) on the CPU emulation: what a CUDA graph
+capture refuses fails the capture here too, instead of passing unnoticed on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ndd
+from ndd.plugins import BatchData
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the emulation (CUDA refuses by itself)")
+
+
+@pytest.fixture()
+def session(monkeypatch):
+    monkeypatch.setenv("NDD_CUDA_EMULATE", "cpu")
+    from ndd_ops_cuda._backend import BACKEND
+
+    return BACKEND.graph_session(0, ndd.EvalContext.current())
+
+
+def test_a_plain_device_pass_is_captured_and_replayed(session):
+    out = session.capture([np.arange(6, dtype=np.float32)], lambda up: {1: [BatchData(dense=up[0] * 2)]})
+    np.testing.assert_array_equal(out[1][0].dense.numpy(), np.arange(6) * 2)
+    again = session.replay([np.arange(6, dtype=np.float32) + 1])
+    np.testing.assert_array_equal(again[1][0].dense.numpy(), (np.arange(6) + 1) * 2)
+
+
+@pytest.mark.parametrize("read", [
+    lambda x: x.sum().item(),                # a value read back
+    lambda x: bool((x > 2).any()),           # a device condition in Python
+    lambda x: x[x > 2],                      # boolean-mask indexing: a data-dependent size
+    lambda x: torch.nonzero(x),
+    lambda x: torch.masked_select(x, x > 2),
+])
+def test_reading_device_data_inside_a_capture_fails_it(session, read):
+    def fn(up):
+        read(up[0])
+        return {1: [BatchData(dense=up[0])]}
+
+    with pytest.raises(RuntimeError, match="a kernel read device data back inside a device graph"):
+        session.capture([np.arange(6, dtype=np.float32)], fn)
+    # only inside the capture: the same reads work outside it
+    assert torch.arange(6.0).sum().item() == 15.0
