@@ -407,6 +407,7 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
     # 3 epochs of 6 steps, the first traced: every later step either replayed or ran kernel
     # by kernel (a few more may have been computed ahead)
     assert graph.stats.replayed + graph.stats.kernel_by_kernel >= 3 * 6 - 1
+    assert graph.processes._spec["graph"] is None  # the workers were told to stop the host pass
     assert ndd.capture.report().worker.endswith(
         "; not as a device graph (4 steps in a row differed from the captured one)")
 
@@ -434,7 +435,7 @@ def test_a_kernel_copying_host_data_inside_the_graph_switches_it_off(lmdb_path):
     eager = eager_run(lmdb_path, body)
     captured = graphed_run(lmdb_path, body)
     assert_same(eager, captured)
-    assert captured[2].state == "off"
+    assert captured[2].state == "off" and captured[2].processes._spec["graph"] is None
     assert ndd.capture.report().worker.endswith(
         "; not as a device graph (capture failed: RuntimeError: a kernel copied host data to the GPU inside a "
         "device graph)"), ndd.capture.report().worker

@@ -66,6 +66,8 @@ class DeviceGraph:
     def _off(self, why: str) -> None:
         self.state = "off"
         self.loop.report.worker += f"; not as a device graph ({why})"
+        if self.processes is not None and self.sigs is not None:
+            self.processes.set_graph_host(None)  # the workers stop running the host pass
 
     def compute(self, item: Any, k: int) -> Any:
         extra, outs, vals = item

@@ -170,8 +170,8 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
                 credit = conn.recv_bytes()  # b"+" per step it may compute; empty: stop
                 if not credit:
                     return
-                if credit[:1] == b"G":  # from now on, also the host pass of the device graph
-                    graph = pickle.loads(credit[1:])
+                if credit[:1] == b"G":  # from now on, also the host pass of the device graph (or no more)
+                    graph = pickle.loads(credit[1:]) if len(credit) > 1 else None
                     continue
                 allowance += len(credit)
             allowance -= 1
@@ -393,13 +393,13 @@ class ProcessWorker:
                               for bd, m in zip(src, self._meta)])
         return extra, outs, vals
 
-    def set_graph_host(self, payload: bytes) -> None:
+    def set_graph_host(self, payload: bytes | None) -> None:
         """From their next steps on, the processes also run the host pass of the device graph
-        (``payload`` from :func:`graph_host_spec`); restarted ones too."""
+        (``payload`` from :func:`graph_host_spec`), or no longer (None); restarted ones too."""
         self._spec["graph"] = payload
         for conn in list(self._conns):
             try:
-                conn.send_bytes(b"G" + payload)
+                conn.send_bytes(b"G" + (payload or b""))
             except (OSError, ValueError):  # it parked or was closed meanwhile: a restart sends the spec
                 pass
 
