@@ -415,17 +415,17 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
 def test_an_operator_that_cannot_be_graphed_is_named_in_the_report(lmdb_path):
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-        images = ndd.flip(images, horizontal=1)
+        images = ndd.resize(images, resize_x=32, resize_y=32)
         return (images.torch(),)
 
     assert_same(eager_run(lmdb_path, body), graphed_run(lmdb_path, body))
-    assert ndd.capture.report().worker.endswith("; not as a device graph (flip cannot be)")
+    assert ndd.capture.report().worker.endswith("; not as a device graph (resize cannot be)")
 
 
-def test_a_kernel_copying_host_data_inside_the_graph_switches_it_off(lmdb_path):
-    """crop_mirror_normalize with a window past the image uploads its fill values each call: a
-    graph would replay that copy from a reused staging buffer, so capturing fails and the
-    loop runs kernel by kernel, with eager results."""
+def test_windows_past_the_image_keep_the_loop_kernel_by_kernel(lmdb_path):
+    """crop_mirror_normalize padding windows that reach past the image is not graphed (its
+    fill goes up with each call): the loop runs kernel by kernel with eager results, and
+    the report says why."""
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
         images = ndd.crop_mirror_normalize(images, crop=(32, 32), out_of_bounds_policy="pad",
@@ -435,10 +435,45 @@ def test_a_kernel_copying_host_data_inside_the_graph_switches_it_off(lmdb_path):
     eager = eager_run(lmdb_path, body)
     captured = graphed_run(lmdb_path, body)
     assert_same(eager, captured)
-    assert captured[2].state == "off" and captured[2].processes._spec["graph"] is None
+    assert captured[2].state == "off" and captured[2].stats.replayed == 0
     assert ndd.capture.report().worker.endswith(
-        "; not as a device graph (capture failed: RuntimeError: a kernel copied host data to the GPU inside a "
-        "device graph)"), ndd.capture.report().worker
+        "; not as a device graph (RuntimeError: Operator `crop_mirror_normalize`: a graph takes windows of "
+        "one size inside the images)"), ndd.capture.report().worker
+
+
+@pytest.mark.parametrize("mean", ["shared", "per sample"])
+def test_random_crops_and_mirrors_replay_from_a_graph(lmdb_path, mean):
+    """crop_mirror_normalize with per-sample crop positions and mirror flags (and per-sample
+    means): the gather indices and coefficients go up each step; eager results."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        px = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+        py = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+        coins = ndd.random.coin_flip(batch_size=B, probability=0.5, rng=rng)
+        m = ndd.random.uniform(batch_size=B, range=[10.0, 50.0], rng=rng) if mean == "per sample" else 30.0
+        images = ndd.crop_mirror_normalize(images, crop=(20, 24), crop_pos_x=px, crop_pos_y=py, mirror=coins,
+                                           mean=m, std=60.0, dtype=ndd.float32, output_layout="CHW")
+        return (images.torch(),)
+
+    eager = eager_run(lmdb_path, body)
+    captured = graphed_run(lmdb_path, body)
+    assert_same(eager, captured)
+    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
+
+
+def test_random_mirrors_of_one_window_replay_from_a_graph(lmdb_path):
+    """A fixed window with per-sample mirror flags: the flags go up as a mask."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        coins = ndd.random.coin_flip(batch_size=B, probability=0.5, rng=rng)
+        images = ndd.crop_mirror_normalize(images, crop=(24, 24), mirror=coins, mean=[30.0], std=[60.0],
+                                           dtype=ndd.float16)
+        return (images.torch(),)
+
+    eager = eager_run(lmdb_path, body)
+    captured = graphed_run(lmdb_path, body)
+    assert_same(eager, captured)
+    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
 
 
 def test_warp_affine_with_host_matrices_replays_from_a_graph(lmdb_path):
@@ -537,3 +572,18 @@ def test_a_capture_leaves_other_threads_work_on_the_contexts_stream_alone():
     again = session.replay([first + 1])
     np.testing.assert_array_equal(again[1][0].dense.cpu().numpy(), (first + 1) * 2)
     torch.cuda.synchronize()
+
+
+def test_random_flips_replay_from_a_graph(lmdb_path):
+    """flip with per-sample flags (random coin flips) uploads them as a mask; a constant
+    flag is part of the graph: the loop replays from the graph with eager results."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        coins = ndd.random.coin_flip(batch_size=B, probability=0.5, rng=rng)
+        images = ndd.flip(images, horizontal=coins, vertical=1)
+        return (images.torch(),)
+
+    eager = eager_run(lmdb_path, body)
+    captured = graphed_run(lmdb_path, body)
+    assert_same(eager, captured)
+    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker

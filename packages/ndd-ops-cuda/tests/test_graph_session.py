@@ -44,3 +44,15 @@ def test_reading_device_data_inside_a_capture_fails_it(session, read):
         session.capture([np.arange(6, dtype=np.float32)], fn)
     # only inside the capture: the same reads work outside it
     assert torch.arange(6.0).sum().item() == 15.0
+
+
+def test_copying_host_data_inside_a_capture_fails_it(session):
+    """A graph would replay the copy from a staging buffer that is reused afterwards: per-step
+    data enter a graph only through its input buffers."""
+    from ndd_ops_cuda._backend import BACKEND
+
+    def fn(up):
+        return {1: [BatchData(dense=up[0] + BACKEND.to_device(np.ones(6, np.float32), 0))]}
+
+    with pytest.raises(RuntimeError, match="a kernel copied host data to the GPU inside a device graph"):
+        session.capture([np.arange(6, dtype=np.float32)], fn)

@@ -128,6 +128,11 @@ def crop_window(op: str, args: KernelArgs, i: int, hw: tuple[int, int], policy: 
 _WINDOW_ARGS = ("crop", "crop_w", "crop_h", "crop_pos_x", "crop_pos_y")
 
 
+def windows_per_sample(args: KernelArgs) -> bool:
+    """True when a window argument (crop size or position) has per-sample values."""
+    return not shared_args(args, _WINDOW_ARGS)
+
+
 def batch_windows(op: str, args: KernelArgs, shapes: list[tuple[int, int]], policy: str) -> list[Window]:
     """The windows of all samples; computed once when arguments and shapes are shared."""
     if shapes and len(set(shapes)) == 1 and shared_args(args, _WINDOW_ARGS):

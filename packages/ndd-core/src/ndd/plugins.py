@@ -55,6 +55,7 @@ from ._image_args import (
     type_range,
     warp_affine_params,
     warp_size,
+    windows_per_sample,
 )
 from ._plugins import PluginRecord, Registry
 from ._schema import Arg, OpSchema, OutMeta
@@ -69,7 +70,7 @@ __all__ = ["Arg", "BatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMe
            "hsv_params", "image_layout", "interp_of", "random_windows", "random_words", "reduced_axes",
            "resize_filters", "resize_plan", "resize_plans", "ResizePlan", "RESIZE_FILTER_ARGS", "RESIZE_SIZE_ARGS", "rotate_params",
            "rotated_size", "rotation_matrices", "sample_floats", "shaped_param", "shared_args", "spatial_axes",
-           "type_range", "warp_affine_params", "warp_size"]
+           "type_range", "warp_affine_params", "warp_size", "windows_per_sample"]
 
 
 @dataclass

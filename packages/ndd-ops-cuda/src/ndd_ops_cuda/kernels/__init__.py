@@ -45,9 +45,11 @@ _WHERE = {
 # Operators whose kernels can be part of a device graph (core's Plan.graph_host): with
 # constant arguments their launches depend only on their input shapes, and they read no
 # device value back ...
-_GRAPH_PURE = {"crop_mirror_normalize", "cast", "squeeze", "expand_dims", "transpose"}
+_GRAPH_PURE = {"cast", "squeeze", "expand_dims", "transpose"}
 # ... and those with graph stages of their own: operator -> (module, host stage, device stage).
 _GRAPH_STAGES = {op: ("_geometry", "_warp_graph_host", "_warp_graph_device") for op in ("rotate", "warp_affine")}
+_GRAPH_STAGES["flip"] = ("_geometry", "_flip_graph_host", "_flip_graph_device")
+_GRAPH_STAGES["crop_mirror_normalize"] = ("_normalize", "_cmn_graph_host", "_cmn_graph_device")
 
 
 def _lazy(op: str, module: str, name: str) -> Callable:

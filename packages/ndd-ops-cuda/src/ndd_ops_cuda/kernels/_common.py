@@ -108,6 +108,15 @@ def cached_constant(key: Any, stream: Any, make: Callable[[], torch.Tensor]) -> 
     return t
 
 
+def graph_shape(ctx: KernelContext, bd: BatchData) -> tuple[int, ...]:
+    """The one sample shape of a batch that a device graph takes (graph stages); raises for
+    an empty or ragged batch, which then runs kernel by kernel."""
+    shapes = bd.shapes()
+    if not shapes or any(sh != shapes[0] for sh in shapes):
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes samples of one shape")
+    return shapes[0]
+
+
 def to_host(x: torch.Tensor | np.ndarray) -> np.ndarray:
     """A tensor as a NumPy array (a device-to-host copy: synchronises); host data as they are."""
     if isinstance(x, np.ndarray):
@@ -169,10 +178,11 @@ def window_indices(wins: list[Window], hw: list[tuple[int, int]], mirror: np.nda
     return np.clip(ys, 0, H - 1), np.clip(xs, 0, W - 1), valid
 
 
-def gather_windows(x: torch.Tensor, ys: np.ndarray, xs: np.ndarray) -> torch.Tensor:
-    """``out[i] = x[i][ys[i]][:, xs[i]]`` for x of shape (n, H, W, ...): one gather."""
+def gather_windows(x: torch.Tensor, ys: np.ndarray | torch.Tensor, xs: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """``out[i] = x[i][ys[i]][:, xs[i]]`` for x of shape (n, H, W, ...): one gather (indices
+    on the host are uploaded; on the device, e.g. a device graph's inputs, taken as they are)."""
     n = x.shape[0]
     dev = x.device
-    rows = upload(ys, dev)[:, :, None]
-    cols = upload(xs, dev)[:, None, :]
+    rows = (ys if isinstance(ys, torch.Tensor) else upload(ys, dev))[:, :, None]
+    cols = (xs if isinstance(xs, torch.Tensor) else upload(xs, dev))[:, None, :]
     return x[torch.arange(n, device=dev)[:, None, None], rows, cols]

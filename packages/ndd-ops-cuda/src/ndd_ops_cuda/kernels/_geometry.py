@@ -55,6 +55,7 @@ from ._common import (
     cast_to,
     device_of,
     gather_windows,
+    graph_shape,
     host_batch,
     out_dtype,
     stacked,
@@ -148,6 +149,42 @@ def flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
         elif f.any():
             mask = upload(f, x.device).reshape((n,) + (1,) * (x.ndim - 1))
             x = torch.where(mask, x.flip(ax + 1), x)
+    return x.contiguous() if x is not bd.dense else x.clone()
+
+
+# Graph stages (core's Plan.graph_host) of flip on a batch of one shape: a flag given per
+# sample (a batch, e.g. random coin flips) goes up as a mask and always takes the masked
+# path, so the launches depend only on the shape and the constant flags.
+def _flip_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[dict, dict]:
+    n = len(inputs[0])
+    layout = image_layout(ctx, len(graph_shape(ctx, inputs[0])))
+    axes = {"horizontal": layout.find("W"), "vertical": layout.find("H"), "depthwise": layout.find("D")}
+    flags = {k: np.asarray(args.per_sample(k), bool).reshape(n) for k in axes}
+    if any(ax < 0 and flags[k].any() for k, ax in axes.items()):
+        raise RuntimeError(f"Operator `{ctx.op}`: a flag for an axis the layout lacks (the eager call says which)")
+    modes = {k: "mask" if args.is_per_sample(k) else bool(flags[k].all())
+             for k, ax in axes.items() if ax >= 0}
+    return axes, {k: (m, flags[k]) for k, m in modes.items()}
+
+
+def _flip_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    _, modes = _flip_plan(ctx, inputs, args)
+    masks = [f for m, f in modes.values() if m == "mask"]
+    return masks, (inputs[0].shapes()[0], tuple((k, m) for k, (m, _) in modes.items()))
+
+
+def _flip_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    axes, modes = _flip_plan(ctx, inputs, args)
+    bd = inputs[0]
+    x = stacked(bd)
+    masks = iter(uploaded)
+    for k, (m, _) in modes.items():
+        ax = axes[k]
+        if m == "mask":
+            mask = next(masks).reshape((len(bd),) + (1,) * (x.ndim - 1))
+            x = torch.where(mask, x.flip(ax + 1), x)
+        elif m:
+            x = x.flip(ax + 1)
     return x.contiguous() if x is not bd.dense else x.clone()
 
 
@@ -280,11 +317,9 @@ def warp_affine_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
 def _warp_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[np.ndarray, tuple[int, int]]:
     bd = inputs[0]
     n = len(bd)
-    shapes = bd.shapes()
-    if not n or any(sh != shapes[0] for sh in shapes):
-        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes one warp of samples of one shape")
+    shape = graph_shape(ctx, bd)
     check_hw_layout(ctx, [bd.sample(0)])
-    in_hw = np.array([s[:2] for s in shapes], np.int64).reshape(n, 2)
+    in_hw = np.tile(np.array(shape[:2], np.int64), (n, 1))
     if ctx.op == "rotate":
         mats, out_hw = rotate_params(ctx.op, args, in_hw)
     else:

@@ -26,6 +26,7 @@ from ndd.plugins import (
     image_layout,
     reduced_axes,
     shaped_param,
+    windows_per_sample,
 )
 
 from ._common import (
@@ -34,6 +35,7 @@ from ._common import (
     call_stream,
     cast_to,
     gather_windows,
+    graph_shape,
     out_dtype,
     stacked,
     upload,
@@ -41,18 +43,29 @@ from ._common import (
 )
 
 
-def _coefficients(coefs: list, shape: list, dev: torch.device, stream: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def _per_sample_coefficients(coefs: list) -> np.ndarray:
+    """``a`` and ``b`` of every sample as one float32 array (2, n, C)."""
+    return np.stack([np.stack([co[0] for co in coefs]), np.stack([co[1] for co in coefs])]).astype(np.float32)
+
+
+def _coefficients(coefs: list, shape: list, dev: torch.device, stream: Any,
+                  uploaded: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``a`` and ``b`` as float32 tensors of ``shape`` (the batch dim: n, or 1 when all samples
-    share them: then uploaded once and cached, the usual case of constant mean and std)."""
+    share them: then uploaded once and cached, the usual case of constant mean and std).
+    Per-sample ones are uploaded, or given already on the device (a device graph's input)."""
     if all(co is coefs[0] for co in coefs):
         shape[0] = 1
         ab = np.stack(coefs[0]).astype(np.float32)[:, None]  # (2, 1, C)
         key = ("cmn", ab.tobytes(), ab.shape, dev)
         ta = cached_constant(key, stream, lambda: upload(ab, dev))
     else:
-        ta = upload(np.stack([np.stack([co[0] for co in coefs]), np.stack([co[1] for co in coefs])]
-                             ).astype(np.float32), dev)
+        ta = uploaded if uploaded is not None else upload(_per_sample_coefficients(coefs), dev)
     return ta[0].reshape(shape), ta[1].reshape(shape)
+
+
+def _hw_first(x: torch.Tensor, lay: str) -> torch.Tensor:
+    """(n, H, W, rest...) view of a batch in layout ``lay``."""
+    return x.movedim((lay.index("H") + 1, lay.index("W") + 1), (1, 2))
 
 
 def _cmn_batch(op: str, x: torch.Tensor, wins: list, mirror: np.ndarray, coefs: list, args: KernelArgs,
@@ -60,8 +73,7 @@ def _cmn_batch(op: str, x: torch.Tensor, wins: list, mirror: np.ndarray, coefs: 
     """crop_mirror_normalize of a batch (n, ...) in layout ``lay`` with windows of one size."""
     n = x.shape[0]
     dev = x.device
-    ha, wa, ca = lay.index("H"), lay.index("W"), lay.find("C")
-    hw_first = x.movedim((ha + 1, wa + 1), (1, 2))  # (n, H, W, rest...)
+    hw_first = _hw_first(x, lay)
     H, W = hw_first.shape[1:3]
     (y0, x0), (h, w) = wins[0]
     valid = None
@@ -75,6 +87,17 @@ def _cmn_batch(op: str, x: torch.Tensor, wins: list, mirror: np.ndarray, coefs: 
     else:
         ys, xs, valid = window_indices(wins, [(H, W)] * n, mirror)
         src = gather_windows(hw_first, ys, xs)
+    return _cmn_window(op, src, valid, coefs, args, lay, dt, stream)
+
+
+def _cmn_window(op: str, src: torch.Tensor, valid: np.ndarray | None, coefs: list, args: KernelArgs, lay: str,
+                dt: torch.dtype, stream: Any, ab: torch.Tensor | None = None) -> torch.Tensor:
+    """The rest of crop_mirror_normalize on the windows ``src`` (n, h, w, rest...): the
+    multiply-add (``ab``: per-sample coefficients already on the device), the fill of
+    ``valid``'s outside pixels, channel padding, the output layout and the cast."""
+    n = src.shape[0]
+    dev = src.device
+    ha, wa, ca = lay.index("H"), lay.index("W"), lay.find("C")
     if ca < 0:
         src = src[..., None]  # a channel axis of 1 (last of rest)
         cpos = src.ndim - 1
@@ -85,7 +108,7 @@ def _cmn_batch(op: str, x: torch.Tensor, wins: list, mirror: np.ndarray, coefs: 
         c = src.shape[cpos]
     shape = [n] + [1] * (src.ndim - 1)
     shape[cpos] = c
-    a, b = _coefficients(coefs, shape, dev, stream)
+    a, b = _coefficients(coefs, shape, dev, stream, ab)
     # The multiply converts integer and half inputs to float32 itself (exactly as .to(float32)
     # would): no conversion kernel; float64 is converted first, as before.
     xf = src.to(torch.float32) if src.dtype == torch.float64 else src
@@ -137,6 +160,64 @@ def cmn_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
         return _cmn_batch(op, x, wins, mirror, coefs, args, lay, dt, stream)
     return [_cmn_batch(op, s[None], [wins[i]], mirror[i:i + 1], [coefs[i]], args, lay, dt, stream)[0]
             for i, s in enumerate(bd.samples)]
+
+
+# Graph stages (core's Plan.graph_host) of crop_mirror_normalize on a batch of one shape with
+# windows of one size inside the images. What may change per step goes up as arrays: the
+# gather indices when the windows are given per sample (mirroring folded in), else the mirror
+# flags when given per sample, and the coefficients when mean or std are; so the launches
+# depend only on the shapes and on which arguments are per sample.
+def _cmn_graph_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> dict:
+    op = ctx.op
+    n = len(inputs[0])
+    shape = graph_shape(ctx, inputs[0])
+    lay = image_layout(ctx, len(shape))
+    ha, wa, ca = lay.index("H"), lay.index("W"), lay.find("C")
+    H, W = shape[ha], shape[wa]
+    wins = batch_windows(op, args, [(H, W)] * n, args["out_of_bounds_policy"])
+    (_, (h, w)) = wins[0]
+    if any(size != (h, w) or y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W for (y0, x0), size in wins):
+        raise RuntimeError(f"Operator `{op}`: a graph takes windows of one size inside the images")
+    mirror = np.asarray(args.per_sample("mirror"), bool).reshape(n)
+    coefs = cmn_coefficients(op, args, [shape[ca] if ca >= 0 else 1] * n)
+    return {"lay": lay, "H": H, "W": W, "wins": wins, "mirror": mirror, "coefs": coefs,
+            "gather": windows_per_sample(args),
+            "mirror_mode": "mask" if args.is_per_sample("mirror") else bool(mirror.all()),
+            "shared": all(co is coefs[0] for co in coefs)}
+
+
+def _cmn_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    p = _cmn_graph_plan(ctx, inputs, args)
+    n = len(p["wins"])
+    arrays: list[np.ndarray] = []
+    if p["gather"]:
+        ys, xs, _ = window_indices(p["wins"], [(p["H"], p["W"])] * n, p["mirror"])
+        arrays += [ys, xs]
+    elif p["mirror_mode"] == "mask":
+        arrays.append(p["mirror"])
+    if not p["shared"]:
+        arrays.append(_per_sample_coefficients(p["coefs"]))
+    window = None if p["gather"] else p["wins"][0]
+    return arrays, (inputs[0].shapes()[0], window, p["wins"][0][1], p["gather"], p["mirror_mode"], p["shared"])
+
+
+def _cmn_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    p = _cmn_graph_plan(ctx, inputs, args)
+    x = stacked(inputs[0])
+    n = x.shape[0]
+    hw_first = _hw_first(x, p["lay"])
+    up = iter(uploaded)
+    if p["gather"]:
+        src = gather_windows(hw_first, next(up), next(up))
+    else:
+        (y0, x0), (h, w) = p["wins"][0]
+        src = hw_first[:, y0:y0 + h, x0:x0 + w]
+        if p["mirror_mode"] == "mask":
+            src = torch.where(next(up).reshape((n,) + (1,) * (src.ndim - 1)), src.flip(2), src)
+        elif p["mirror_mode"]:
+            src = src.flip(2)
+    ab = None if p["shared"] else next(up)
+    return _cmn_window(ctx.op, src, None, p["coefs"], args, p["lay"], out_dtype(ctx), call_stream(ctx), ab)
 
 
 def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
