@@ -194,6 +194,22 @@ def test_two_threads_forcing_one_deferred_call_both_get_it():
     assert [tag for tag, _ in _runs] == [7]  # it ran once
 
 
+def test_executors_run_what_was_submitted_and_stop_at_exit():
+    """At interpreter exit each executor runs what was submitted, then its thread ends (a
+    thread left inside a kernel while the interpreter shuts down could abort the process);
+    a later call starts a new one."""
+    from ndd import _eval
+
+    _gate.clear()
+    t = probe(_own(np.zeros(2, np.int32)), wait=True, tag=3)
+    _gate.set()
+    _eval._stop_executors()  # what atexit runs
+    assert not [th for th in threading.enumerate() if th.name == "ndd-executor"]
+    assert [tag for tag, _ in _runs] == [3] and np.asarray(t).tolist() == [1, 1]
+    assert np.asarray(probe(_own(np.zeros(2, np.int32)), tag=4)).tolist() == [1, 1]
+    assert [tag for tag, _ in _runs] == [3, 4]
+
+
 def test_eval_context():
     ctx = ndd.EvalContext(num_threads=2)
     assert ctx.num_threads == 2 and ctx.device_id is None and ctx.cuda_stream is None

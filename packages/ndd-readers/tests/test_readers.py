@@ -244,6 +244,22 @@ def test_no_thread_leaks(file_tree):
     assert wait_threads(baseline) == baseline
 
 
+def test_read_ahead_threads_are_stopped_at_exit(file_tree):
+    """At interpreter exit every live read-ahead is closed (a thread still reading while the
+    interpreter shuts down, e.g. a torchrun rank tearing down its process group, could
+    abort the process), also one left mid-epoch; the epoch then goes on where it stood."""
+    from ndd_readers import _prefetch
+
+    r = ndd.readers.File(file_root=file_tree, prefetch_queue_depth=3)
+    it = iter(r.next_epoch(batch_size=1))
+    next(it)
+    assert any(t.name == "ndd-reader-prefetch" for t in threading.enumerate())
+    _prefetch._close_live_prefetchers()  # what atexit runs
+    assert not [t for t in threading.enumerate() if t.name == "ndd-reader-prefetch"]
+    del it
+    assert [first_bytes(x) for x, _ in r.next_epoch(batch_size=1)] == [[i] for i in range(1, 10)]
+
+
 def test_slow_consumer_keeps_reading(file_tree):
     r = ndd.readers.File(file_root=file_tree)
     r_fetch_idle = 0.5

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import enum
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
@@ -156,6 +158,17 @@ def _wrap_async(err: BaseException, mode: EvalMode) -> BaseException:
     return new
 
 
+# Every executor, stopped at exit after running what was submitted: a thread left inside a
+# kernel while the interpreter shuts down could abort the process. Weak: contexts die freely.
+_EXECUTORS: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_executors() -> None:
+    for ex in list(_EXECUTORS):
+        ex.stop()
+
+
 class _Executor:
     """One daemon thread that runs submitted invocations in FIFO order."""
 
@@ -163,6 +176,7 @@ class _Executor:
         self._queue: SimpleQueue = SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        _EXECUTORS.add(self)
 
     def is_worker_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
@@ -184,6 +198,14 @@ class _Executor:
             if inv is None:
                 return
             inv.run()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Let the thread run what was submitted, then end it (a later submit starts another)."""
+        with self._lock:
+            t, self._thread = self._thread, None
+        if t is not None and t is not threading.current_thread():
+            self._queue.put(None)
+            t.join(timeout)
 
     def drain(self) -> None:
         """Wait until everything submitted so far has run."""

@@ -11,13 +11,26 @@ long and an unfinished iterator costs nothing.  ``close()`` stops the worker at 
 
 from __future__ import annotations
 
+import atexit
 import queue
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 _END = object()
+
+# Every live Prefetcher, closed at exit: a read-ahead thread still reading while the
+# interpreter shuts down (torchrun ranks tearing down their process group meanwhile) could
+# abort the process. Weak: an abandoned iterator is not kept alive.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_prefetchers() -> None:
+    for p in list(_LIVE):
+        p.close()
 
 
 class Prefetcher:
@@ -33,6 +46,7 @@ class Prefetcher:
         self._running = False
         self._finished = False  # the worker has queued the end or an error
         self._thread: threading.Thread | None = None
+        _LIVE.add(self)
         self._ensure_running()
 
     def _ensure_running(self) -> None:
