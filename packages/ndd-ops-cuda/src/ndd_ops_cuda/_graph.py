@@ -66,10 +66,16 @@ class _Arena:
         at = 0
 
         def place(t: Any) -> tuple:
+            """(dtype, shape, contiguous strides, offset in elements): what a view needs, made
+            once here rather than on each step."""
             nonlocal at
             off = at
             at += -(-t.numel() * t.element_size() // _ALIGN) * _ALIGN
-            return off, t.dtype, tuple(t.shape)
+            strides, step = [], 1
+            for n in reversed(t.shape):
+                strides.append(step)
+                step *= n
+            return t.dtype, tuple(t.shape), tuple(reversed(strides)), off // t.element_size()
 
         self.layout = {key: [(True, place(bd.dense)) if bd.dense is not None else (False, [place(x) for x in bd.samples])
                              for bd in bds] for key, bds in outputs.items()}
@@ -77,15 +83,11 @@ class _Arena:
 
     @staticmethod
     def _view(buf: Any, views: dict, slot: tuple) -> Any:
-        off, dt, shape = slot
+        dt, shape, strides, offset = slot
         flat = views.get(dt)
         if flat is None:
             flat = views[dt] = buf.view(dt)
-        strides, step = [], 1
-        for n in reversed(shape):
-            strides.append(step)
-            step *= n
-        return flat.as_strided(shape, tuple(reversed(strides)), off // dt.itemsize)
+        return flat.as_strided(shape, strides, offset)
 
     def pack(self, buf: Any, outputs: dict) -> None:
         """Copy ``outputs`` into their places in ``buf`` (inside the graph: replays do it)."""
