@@ -12,7 +12,8 @@
 * The CPU cost of each operator call of the tutorial's GPU step.
 * decoders.image on batches of 256x256 RGB JPEGs, images/s: the CPU decoder
   (libjpeg-turbo on the thread pool) vs device="gpu" (nvJPEG's batched decoder), and
-  the pixel difference between the two.
+  the pixel difference between the two; on a GPU, torchvision's decoder alone and two rows
+  that split ndd's cost over it (torchvision plus the HWC batch; ndd without the executor).
 
 ``--quick`` runs a small version (also on the CPU emulation, NDD_CUDA_EMULATE=cpu, to check
 that the script works on a machine without a GPU).
@@ -208,6 +209,7 @@ def decode_rows(batches: int, batch: int, seconds: float) -> list[tuple[str, str
             raw = _rate(lambda: tvio.decode_jpeg(enc, device="cuda"), batch, seconds)
             rows.append(("  torchvision.decode_jpeg(list, cuda) alone", f"{raw:,.0f} img/s",
                          f"ndd at {gpu / raw:.0%} of it"))
+            rows += decode_overhead_rows(data, enc, batch, seconds, "cuda")
     except ImportError:
         rows.append(("  torchvision", "not installed", "GPU decode fell back to CPU + upload"))
     g = [np.asarray(t) for t in ndd.decoders.image(data[0], device="gpu").cpu()]
@@ -216,6 +218,34 @@ def decode_rows(batches: int, batch: int, seconds: float) -> list[tuple[str, str
     rows.append(("  |GPU - CPU| pixels (max / mean)",
                  f"{max(int(d.max()) for d in diff)} / {np.mean([d.mean() for d in diff]):.3f}",
                  "0 / 0 means the CPU path ran"))
+    return rows
+
+
+def decode_overhead_rows(data: list[ndd.Batch], enc: list[torch.Tensor], batch: int, seconds: float,
+                         device: str) -> list[tuple[str, str, str]]:
+    """Where ndd's GPU decode loses time against torchvision alone: the same torchvision call
+    plus the HWC batch ndd returns (its device stage's GPU work), and ndd without the eager
+    executor's thread (EvalMode.sync_cpu)."""
+    import torchvision.io as tvio
+
+    def tv_hwc() -> object:
+        return torch.stack([d.movedim(0, -1) for d in tvio.decode_jpeg(enc, device=device)])
+
+    state = {"i": 0}
+
+    def ndd_sync() -> object:
+        b = data[state["i"] % len(data)]
+        state["i"] += 1
+        with ndd.EvalMode.sync_cpu:
+            return ndd.decoders.image(b, device="gpu").torch()
+
+    rows = []
+    for name, fn in (("  torchvision + the HWC batch ndd returns", tv_hwc),
+                     ("  ndd, EvalMode.sync_cpu (no executor thread)", ndd_sync)):
+        try:
+            rows.append((name, f"{_rate(fn, batch, seconds):,.0f} img/s", ""))
+        except Exception as e:  # noqa: BLE001 - a breakdown row must not hide the others
+            rows.append((name, "FAILED", f"{type(e).__name__}: {e}"[:160]))
     return rows
 
 
