@@ -319,6 +319,15 @@ def assert_same(a, b):
             np.testing.assert_array_equal(x, y)
 
 
+def assert_replays_from_a_graph(path, body):
+    """``body`` in capture mode gives eager mode's results, and at least 8 of its 10 steps
+    replay from the device graph (1 traced, 1 reference)."""
+    eager = eager_run(path, body)
+    captured = graphed_run(path, body)
+    assert_same(eager, captured)
+    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
+
+
 def test_the_gpu_part_replays_as_one_device_graph(lmdb_path):
     """The first pipeline step runs kernel by kernel (the reference), the second is captured
     and every later one replayed: of 10 steps, 1 traced and 1 reference, so at least 8 from
@@ -455,10 +464,7 @@ def test_random_crops_and_mirrors_replay_from_a_graph(lmdb_path, mean):
                                            mean=m, std=60.0, dtype=ndd.float32, output_layout="CHW")
         return (images.torch(),)
 
-    eager = eager_run(lmdb_path, body)
-    captured = graphed_run(lmdb_path, body)
-    assert_same(eager, captured)
-    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
+    assert_replays_from_a_graph(lmdb_path, body)
 
 
 def test_random_mirrors_of_one_window_replay_from_a_graph(lmdb_path):
@@ -470,10 +476,7 @@ def test_random_mirrors_of_one_window_replay_from_a_graph(lmdb_path):
                                            dtype=ndd.float16)
         return (images.torch(),)
 
-    eager = eager_run(lmdb_path, body)
-    captured = graphed_run(lmdb_path, body)
-    assert_same(eager, captured)
-    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
+    assert_replays_from_a_graph(lmdb_path, body)
 
 
 def test_warp_affine_with_host_matrices_replays_from_a_graph(lmdb_path):
@@ -484,10 +487,7 @@ def test_warp_affine_with_host_matrices_replays_from_a_graph(lmdb_path):
         images = ndd.warp_affine(images, mtx, fill_value=0)
         return images.torch(), labels.gpu().torch()
 
-    eager = eager_run(lmdb_path, body)
-    captured = graphed_run(lmdb_path, body)
-    assert_same(eager, captured)
-    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
+    assert_replays_from_a_graph(lmdb_path, body)
 
 
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
@@ -583,7 +583,4 @@ def test_random_flips_replay_from_a_graph(lmdb_path):
         images = ndd.flip(images, horizontal=coins, vertical=1)
         return (images.torch(),)
 
-    eager = eager_run(lmdb_path, body)
-    captured = graphed_run(lmdb_path, body)
-    assert_same(eager, captured)
-    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
+    assert_replays_from_a_graph(lmdb_path, body)
