@@ -101,7 +101,7 @@ def _crop_uniform(op: str, x: torch.Tensor, wins: list, layout: str, fill: Any, 
     ys, xs, valid = window_indices(wins, [(H, W)] * len(wins), None)
     out = gather_windows(_hw_first(x, ha, wa), ys, xs)
     if valid is not None:
-        mask = torch.from_numpy(valid).to(x.device, non_blocking=True)
+        mask = upload(valid, x.device)
         mask = mask.reshape(mask.shape + (1,) * (out.ndim - 3))
         out = torch.where(mask, out, _channel_fill(op, fill, x, layout))
     return cast_to(_hw_back(out, ha, wa), dt)
