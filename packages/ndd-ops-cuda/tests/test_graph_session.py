@@ -34,6 +34,8 @@ def test_a_plain_device_pass_is_captured_and_replayed(session):
     lambda x: x[x > 2],                      # boolean-mask indexing: a data-dependent size
     lambda x: torch.nonzero(x),
     lambda x: torch.masked_select(x, x > 2),
+    lambda x: x.__setitem__(x > 2, 0.0),     # boolean-mask assignment
+    lambda x: torch.equal(x, x + 1),         # a comparison answered on the host
 ])
 def test_reading_device_data_inside_a_capture_fails_it(session, read):
     def fn(up):
@@ -56,3 +58,18 @@ def test_copying_host_data_inside_a_capture_fails_it(session):
 
     with pytest.raises(RuntimeError, match="a kernel copied host data to the GPU inside a device graph"):
         session.capture([np.arange(6, dtype=np.float32)], fn)
+
+
+def test_copies_to_the_host_inside_a_capture_are_refused():
+    """``.cpu()`` of device data inside a capture would synchronise (CUDA then rejects the
+    capture). Device data are torch "meta" tensors here; host-to-host copies pass."""
+    from ndd_ops_cuda._graph import _refusing_device_reads
+
+    dev = torch.empty(3, device="meta")
+    with _refusing_device_reads():
+        for copy in (lambda: dev.to("cpu"), lambda: torch.empty(3).copy_(dev)):
+            with pytest.raises(RuntimeError, match=r"read device data back inside a device graph \(aten::"):
+                copy()
+        host = torch.arange(3.0)
+        assert torch.empty(3).copy_(host).tolist() == [0.0, 1.0, 2.0]
+        assert host.to(torch.float64).tolist() == [0.0, 1.0, 2.0]

@@ -179,10 +179,10 @@ class Batch:
                 f"The samples have different shapes ({_shape_summary(shapes)}); "
                 "pass pad=True to zero-pad them to a common shape."
             )
+        if not on_cpu:
+            return _convert.gpu_backend().pad_stack(bd.samples, self._dtype.numpy_dtype)
         shape = (len(bd.samples),) + tuple(max(s) for s in zip(*(x.shape for x in bd.samples)))
-        first = bd.samples[0]
-        out = (np.zeros(shape, first.dtype) if on_cpu
-               else _convert.gpu_backend().zeros(shape, self._dtype.numpy_dtype, first))
+        out = np.zeros(shape, bd.samples[0].dtype)
         for i, x in enumerate(bd.samples):
             out[(i,) + tuple(slice(0, d) for d in x.shape)] = x
         return out

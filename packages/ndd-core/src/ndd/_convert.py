@@ -16,7 +16,7 @@ def gpu_backend() -> Any:
 
     Besides moving data (``to_device``, ``to_host``, ``from_external``, ``device_of``)
     it does the few array operations core needs on GPU arrays, with NumPy dtypes:
-    ``dtype_of``, ``astype``, ``copy``, ``stack``, ``zeros``, ``broadcast``, and hands
+    ``dtype_of``, ``astype``, ``copy``, ``stack``, ``pad_stack``, ``broadcast``, and hands
     data out safely: ``to_torch``, ``dlpack``, ``dlpack_device``, ``cuda_array_interface``.
     """
     from ._plugins import device_backend

@@ -188,7 +188,9 @@ class CudaBackend:
         (usually there is just one).
         """
         mine = self.stream(None, dev)
-        for per_dev in list(self._streams.values()):
+        with self._lock:  # another thread may add a context's streams meanwhile
+            every = list(self._streams.values())
+        for per_dev in every:
             other = per_dev.get(dev)
             if other is not None and other != mine:
                 mine.wait_stream(other)
@@ -290,6 +292,7 @@ class CudaBackend:
         if _emulated() or arr.device.type == "cpu":
             return arr.detach().numpy().copy()
         with self.stream_for(None, arr.device.index):
+            self._ready_stream(arr.device.index)  # it may have been made under another context
             return arr.detach().cpu().numpy()
 
     def from_external(self, data: Any) -> Any:
@@ -305,7 +308,11 @@ class CudaBackend:
             t = torch.from_dlpack(data)
         if t.device.type == "cuda" and not _emulated():  # ndd's kernels must see what torch's current stream wrote
             dev = t.device.index
-            self.stream(None, dev).wait_stream(torch.cuda.current_stream(dev))
+            mine = self.stream(None, dev)
+            mine.wait_stream(torch.cuda.current_stream(dev))
+            # The caller may drop its tensor while ndd's kernels still read it: the allocator
+            # must not hand its memory out again before ndd's stream is done with it.
+            t.record_stream(mine)
         return t
 
     def device_of(self, arr: Any) -> Device:
@@ -358,12 +365,18 @@ class CudaBackend:
         with self.stream_for(ctx, None if _emulated() else device_id):
             return torch.full(tuple(shape), value, dtype=self.torch_dtype(npd), device=dev)
 
-    def zeros(self, shape: tuple, npd: Any, like: Any) -> Any:
-        """Zeros of ``shape`` and NumPy dtype ``npd`` on the device of ``like``."""
+    def pad_stack(self, samples: list, npd: Any) -> Any:
+        """``samples`` zero-padded to their largest extent per axis and stacked (NumPy dtype
+        ``npd``): one new tensor, filled on ndd's stream like the samples were."""
         import torch
 
-        with self._on(like):
-            return torch.zeros(shape, dtype=self.torch_dtype(npd), device=like.device)
+        first = samples[0]
+        shape = (len(samples),) + tuple(max(d) for d in zip(*(x.shape for x in samples)))
+        with self._on(first):
+            out = torch.zeros(shape, dtype=self.torch_dtype(npd), device=first.device)
+            for i, x in enumerate(samples):
+                out[(i,) + tuple(slice(0, d) for d in x.shape)] = x
+        return out
 
     def broadcast(self, arr: Any, shape: tuple) -> Any:
         """``arr`` broadcast to ``shape``, as new contiguous memory."""

@@ -32,27 +32,60 @@ from ._backend import BACKEND
 
 # What a CUDA graph capture refuses because it would synchronise: reading a device value
 # back (.item(), bool(), int() of a tensor), and outputs whose size depends on device values.
-_SYNCING_OPS = frozenset({"aten::_local_scalar_dense", "aten::nonzero", "aten::nonzero_static",
+_SYNCING_OPS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::nonzero", "aten::nonzero_static",
                           "aten::masked_select", "aten::_unique", "aten::_unique2", "aten::unique_dim",
                           "aten::unique_consecutive", "aten::repeat_interleave"})
 
 
+def _to_host(func_name: str, args: tuple, kwargs: dict) -> bool:
+    """True for a copy from a device to the host (``.cpu()``, ``.tolist()`` of device data)."""
+    if func_name == "aten::_to_copy":
+        dev = kwargs.get("device")
+        return dev is not None and dev.type == "cpu" and args[0].device.type != "cpu"
+    if func_name == "aten::copy_":
+        return args[0].device.type == "cpu" and args[1].device.type != "cpu"
+    return False
+
+
 def _refusing_device_reads() -> Any:
-    """A context (this thread) in which those operations raise, for captures under the
-    emulation: on the CPU they would pass unnoticed, and the graph would fail only on CUDA
-    (where the loop then runs kernel by kernel, slower)."""
+    """A context (this thread) in which those operations, and copies to the host, raise with
+    the operation's name. On CUDA they would invalidate the capture, and a failed capture
+    leaves torch's allocator believing a capture is still under way; under the emulation
+    they would pass unnoticed, and the graph would fail only on CUDA."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Refuse(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             name = func._schema.name
-            if name in _SYNCING_OPS or (name == "aten::index" and any(
+            kwargs = kwargs or {}
+            if name in _SYNCING_OPS or _to_host(name, args, kwargs) or (name in _BOOL_INDEXED and any(
                     isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ()))):
                 raise RuntimeError(f"a kernel read device data back inside a device graph ({name})")
-            return func(*args, **(kwargs or {}))
+            return func(*args, **kwargs)
 
     return Refuse()
+
+
+_BOOL_INDEXED = frozenset({"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"})
+_capture_streams: dict[int, Any] = {}
+
+
+def _capture_stream(device_id: int) -> Any:
+    """The stream device graphs are captured on, one per device for the process.
+
+    torch hands streams out from a small pool per device and priority, round robin, so a
+    stream made for each capture would sooner or later be one that other work uses (the
+    EvalContext's own, a user's, a collective's), and that work would join the capture
+    instead of running. Made once, at the high priority that the usual users of the pool
+    (ndd's contexts, NCCL) do not ask for.
+    """
+    import torch
+
+    s = _capture_streams.get(device_id)
+    if s is None:
+        s = _capture_streams[device_id] = torch.cuda.Stream(device=device_id, priority=-1)
+    return s
 
 
 _ALIGN = 256  # bytes between output offsets in the arena: a view of any dtype is aligned
@@ -162,24 +195,32 @@ class GraphSession:
         # (CudaBackend.stream): the EvalContext's stream is shared with other threads (the
         # training loop's hand-offs record events on it), and whatever any thread enqueues on
         # a capturing stream joins the capture instead of running. Replays run on ``home``.
-        capture = torch.cuda.Stream(device=dev)
+        capture = _capture_stream(self.device_id)
         graph = torch.cuda.CUDAGraph()
         err: BaseException | None = None
+        # capture_begin/end rather than torch.cuda.graph, whose entry synchronises the whole
+        # device and empties the allocator's caches (on this thread, while the training loop
+        # runs), and fails if any other capture is under way. The graph needs neither: it
+        # reads no earlier work, and its constants exist before the capture. The stream
+        # context is the outer one, so this thread's current stream is restored even when
+        # CUDA rejects the capture at its end.
         try:
-            with torch.cuda.device(dev):
+            with torch.cuda.device(dev), torch.cuda.stream(capture):
                 # thread_local: the training loop's own CUDA calls on other threads stay legal
                 # while this thread captures.
-                with torch.cuda.graph(graph, stream=capture, capture_error_mode="thread_local"):
-                    BACKEND._graph.stream, BACKEND._graph.home = capture, home
-                    try:
-                        self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
-                        for s, p in zip(self._static, self._pinned):
-                            s.copy_(p, non_blocking=True)
+                graph.capture_begin(capture_error_mode="thread_local")
+                BACKEND._graph.stream, BACKEND._graph.home = capture, home
+                try:
+                    self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
+                    for s, p in zip(self._static, self._pinned):
+                        s.copy_(p, non_blocking=True)
+                    with _refusing_device_reads():
                         self._gather(self._run(fn))
-                    except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
-                        err = e
-                    finally:
-                        BACKEND._graph.stream = BACKEND._graph.home = None
+                except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
+                    err = e
+                finally:
+                    BACKEND._graph.stream = BACKEND._graph.home = None
+                    graph.capture_end()
         except Exception:
             if err is None:
                 raise
