@@ -152,6 +152,8 @@ class GraphSession:
         self._graph: Any = None
         self._fn: Callable[[list], Any] | None = None
         self._pinned: list[Any] = []
+        self._host: list[np.ndarray] = []  # NumPy views of the pinned buffers (made once)
+        self._kinds: list[tuple] = []  # (shape, dtype) of each input, as ``matches`` compares
         self._static: list[Any] = []
         self._arena: _Arena | None = None
         self._buf: Any = None  # the arena, written by each replay
@@ -163,19 +165,20 @@ class GraphSession:
 
         pin = not self.emulated
         self._pinned = [torch.empty(a.shape, dtype=BACKEND.torch_dtype(a.dtype), pin_memory=pin) for a in arrays]
+        self._host = [p.numpy() for p in self._pinned]
+        self._kinds = [(h.shape, h.dtype) for h in self._host]
 
     def matches(self, arrays: list[np.ndarray]) -> bool:
         """True when ``arrays`` fit the input buffers (same count, shapes and dtypes)."""
-        return len(arrays) == len(self._pinned) and all(
-            a.shape == tuple(p.shape) and BACKEND.torch_dtype(a.dtype) == p.dtype
-            for a, p in zip(arrays, self._pinned))
+        return len(arrays) == len(self._kinds) and all(
+            a.shape == shape and a.dtype == dt for a, (shape, dt) in zip(arrays, self._kinds))
 
     def _fill(self, arrays: list[np.ndarray]) -> None:
         if self._done is not None:
             self._done.synchronize()  # the last replay's copies have read the buffers
-        for a, p in zip(arrays, self._pinned):
+        for a, h in zip(arrays, self._host):
             if a.size:
-                np.copyto(p.numpy(), a, casting="no")
+                np.copyto(h, a, casting="no")
 
     def capture(self, arrays: list[np.ndarray], fn: Callable[[list], Any]) -> Any:
         """Capture ``fn(uploaded)`` (device work only) with ``arrays`` as the graph's inputs,
