@@ -65,6 +65,10 @@ class DeviceGraph:
 
     def _off(self, why: str) -> None:
         self.state = "off"
+        close = getattr(self.session, "close", None)
+        if close is not None:  # its buffers and device memory are not needed any more
+            close()
+        self.shapes = {}
         self.loop.report.worker += f"; not as a device graph ({why})"
         if self.processes is not None and self.sigs is not None:
             self.processes.set_graph_host(None)  # the workers stop running the host pass

@@ -20,6 +20,7 @@ graph (buffers, signatures, output copies) on machines without a GPU.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -230,6 +231,11 @@ class GraphSession:
         if err is not None:  # the kernel's own error, rather than the invalidated capture's
             raise err
         self._graph = graph
+        # The replays' copies from the pinned inputs are not known to torch's host allocator
+        # (it tracks copies by events, which a capture cannot record), so the buffers must not
+        # go back to it before the last replay has read them.
+        self._done = torch.cuda.Event()
+        weakref.finalize(self, _wait_quietly, self._done)
         return self._replay()
 
     def _run(self, fn: Callable[[list], Any], capture: bool = True) -> Any:
@@ -278,10 +284,15 @@ class GraphSession:
             self._graph.replay()
             assert self._arena is not None
             out = self._arena.unpack(self._buf.clone())
-            if self._done is None:
-                self._done = torch.cuda.Event()
             self._done.record(stream)
         return out
+
+    def close(self) -> None:
+        """Drop the graph and its buffers (after the last replay has read its inputs)."""
+        if self._done is not None:
+            self._done.synchronize()
+        self._graph = self._fn = self._arena = self._buf = None
+        self._pinned, self._host, self._static, self._kept = [], [], [], []
 
     @staticmethod
     def shape_only(bd: BatchData) -> BatchData:
@@ -296,3 +307,11 @@ class GraphSession:
         if bd.dense is not None:
             return BatchData(dense=meta(bd.dense))
         return BatchData(samples=[meta(s) for s in bd.samples])
+
+
+def _wait_quietly(done: Any) -> None:
+    """Wait for a dropped session's last replay (at exit, CUDA may already be shutting down)."""
+    try:
+        done.synchronize()
+    except Exception:  # noqa: BLE001, S110 - nothing to protect once CUDA is gone
+        pass
