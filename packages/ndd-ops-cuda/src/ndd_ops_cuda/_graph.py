@@ -20,6 +20,7 @@ graph (buffers, signatures, output copies) on machines without a GPU.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,8 @@ from ._backend import BACKEND
 _SYNCING_OPS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::nonzero", "aten::nonzero_static",
                           "aten::masked_select", "aten::_unique", "aten::_unique2", "aten::unique_dim",
                           "aten::unique_consecutive", "aten::repeat_interleave"})
+# Indexing with a boolean mask also synchronises (its size depends on the mask's values).
+_BOOL_INDEXED = frozenset({"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"})
 
 
 def _to_host(func_name: str, args: tuple, kwargs: dict) -> bool:
@@ -68,7 +71,9 @@ def _refusing_device_reads() -> Any:
     return Refuse()
 
 
-_BOOL_INDEXED = frozenset({"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"})
+# One capture at a time in the process: captures share the capture stream (below), and two
+# at once on one stream would record each other's kernels.
+_capture_lock = threading.Lock()
 _capture_streams: dict[int, Any] = {}
 
 
@@ -84,7 +89,7 @@ def _capture_stream(device_id: int) -> Any:
     import torch
 
     s = _capture_streams.get(device_id)
-    if s is None:
+    if s is None:  # under _capture_lock
         s = _capture_streams[device_id] = torch.cuda.Stream(device=device_id, priority=-1)
     return s
 
@@ -199,7 +204,6 @@ class GraphSession:
         # (CudaBackend.stream): the EvalContext's stream is shared with other threads (the
         # training loop's hand-offs record events on it), and whatever any thread enqueues on
         # a capturing stream joins the capture instead of running. Replays run on ``home``.
-        capture = _capture_stream(self.device_id)
         graph = torch.cuda.CUDAGraph()
         err: BaseException | None = None
         # capture_begin/end rather than torch.cuda.graph, whose entry synchronises the whole
@@ -209,22 +213,24 @@ class GraphSession:
         # context is the outer one, so this thread's current stream is restored even when
         # CUDA rejects the capture at its end.
         try:
-            with torch.cuda.device(dev), torch.cuda.stream(capture):
-                # thread_local: the training loop's own CUDA calls on other threads stay legal
-                # while this thread captures.
-                graph.capture_begin(capture_error_mode="thread_local")
-                BACKEND._graph.stream, BACKEND._graph.home = capture, home
-                try:
-                    self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
-                    for s, p in zip(self._static, self._pinned):
-                        s.copy_(p, non_blocking=True)
-                    with _refusing_device_reads():
-                        self._gather(self._run(fn))
-                except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
-                    err = e
-                finally:
-                    BACKEND._graph.stream = BACKEND._graph.home = None
-                    graph.capture_end()
+            with _capture_lock:  # the capture stream is shared
+                capture = _capture_stream(self.device_id)
+                with torch.cuda.device(dev), torch.cuda.stream(capture):
+                    # thread_local: the training loop's own CUDA calls on other threads stay legal
+                    # while this thread captures.
+                    graph.capture_begin(capture_error_mode="thread_local")
+                    BACKEND._graph.stream, BACKEND._graph.home = capture, home
+                    try:
+                        self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
+                        for s, p in zip(self._static, self._pinned):
+                            s.copy_(p, non_blocking=True)
+                        with _refusing_device_reads():
+                            self._gather(self._run(fn))
+                    except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
+                        err = e
+                    finally:
+                        BACKEND._graph.stream = BACKEND._graph.home = None
+                        graph.capture_end()
         except Exception:
             if err is None:
                 raise
