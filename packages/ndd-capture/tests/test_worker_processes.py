@@ -252,3 +252,42 @@ def test_pipeline_threads_are_stopped_at_exit(lmdb_path):
     assert worker in _pipeline._LIVE
     _pipeline._stop_live_workers()  # what atexit runs
     assert not [t for t in threading.enumerate() if t.name == "ndd-capture-worker"]
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-memory", "socket"])
+def test_step_transport_round_trip(shared):
+    """A worker's step values come back equal: dense batches, ragged and same-shape sample
+    lists (cut into samples only when read), and other values (pickled)."""
+    import socket
+    from multiprocessing.connection import Connection
+
+    from ndd._storage import BatchData
+    from ndd_capture import _processes as P
+
+    rng = np.random.default_rng(0)
+    ragged = [rng.integers(0, 255, int(n), dtype=np.uint8) for n in rng.integers(1, 900, 16)]
+    same = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(5)]
+    dense = rng.integers(-9, 9, (16, 4, 3), dtype=np.int64)
+    vals = {0: [BatchData(samples=ragged), BatchData(dense=dense)], 1: [BatchData(samples=same)],
+            2: [BatchData(samples=[np.array("text")])]}  # a dtype that does not travel as bytes
+    a, b = socket.socketpair()
+    parent, child = Connection(a.detach()), Connection(b.detach())
+    fd = os.memfd_create("ndd-test") if shared else -1
+    rec = P._Receiver(parent, os.dup(fd) if shared else -1)
+    try:
+        for k in range(3):  # the shared-memory slot is reused: each step must be a fresh copy
+            P.send_step(child, P._Shared(fd, 1) if shared else None, k, ("extra", k), vals)
+            msg = parent.recv()
+            assert (msg[3] is not None) == shared
+            extra, out = rec.step(msg)
+            assert extra == ("extra", k)
+            assert len(out[0][0]) == 16 and [s.tolist() for s in out[0][0].samples] == [s.tolist() for s in ragged]
+            np.testing.assert_array_equal(out[0][1].dense, dense)
+            assert [s.tolist() for s in out[1][0].samples] == [s.tolist() for s in same]
+            assert out[2][0].samples[0] == np.array("text")
+    finally:
+        rec.close()
+        parent.close()
+        child.close()
+        if shared:
+            os.close(fd)

@@ -43,7 +43,7 @@ import numpy as np
 
 from ndd._batch import Batch
 from ndd._device import CPU
-from ndd._storage import BatchData
+from ndd._storage import BatchData, LazyBatchData
 
 from ._pipeline import Failure, Worker
 
@@ -205,7 +205,7 @@ def _pack(bd: BatchData) -> tuple[tuple, np.ndarray | None]:
     if s and all(type(x) is np.ndarray for x in s) and not s[0].dtype.hasobject \
             and all(x.dtype == s[0].dtype for x in s):
         flat = np.concatenate([x.reshape(-1) for x in s]).view(np.uint8)
-        return ("s", s[0].dtype.str, [x.shape for x in s]), flat
+        return ("s", s[0].dtype.str, [x.shape for x in s], flat.size), flat
     return ("p", bd), None
 
 
@@ -219,16 +219,19 @@ def _unpack(head: tuple, read: Any) -> BatchData:
         shape = head[2]
         return BatchData(dense=read(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape))
     shapes = head[2]
-    sizes = [math.prod(sh) for sh in shapes]
-    flat = read(sum(sizes) * dtype.itemsize).view(dtype)
-    if shapes[0] and shapes.count(shapes[0]) == len(shapes):  # same-shape samples: one reshape, not a loop
-        return BatchData(samples=list(flat.reshape(len(shapes), *shapes[0])))
-    out, at = [], 0
-    for sh, n in zip(shapes, sizes):
-        x = flat[at:at + n]
-        out.append(x if len(sh) == 1 else x.reshape(sh))
-        at += n
-    return BatchData(samples=out)
+    flat = read(head[3]).view(dtype)
+
+    def make() -> list:  # the per-sample views, when something reads them
+        if shapes[0] and shapes.count(shapes[0]) == len(shapes):  # same-shape samples: one reshape
+            return list(flat.reshape(len(shapes), *shapes[0]))
+        out, at = [], 0
+        for sh in shapes:
+            n = math.prod(sh)
+            x = flat[at:at + n]
+            out.append(x if len(sh) == 1 else x.reshape(sh))
+            at += n
+        return out
+    return LazyBatchData(len(shapes), make)
 
 
 class _Shared:

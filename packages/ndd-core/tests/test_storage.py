@@ -1,0 +1,52 @@
+"""BatchData storage: the lazily cut sample list (ours)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+from ndd._storage import BatchData, LazyBatchData
+
+
+def _lazy(arrays):
+    made = []
+
+    def make():
+        made.append(1)
+        return [a.copy() for a in arrays]
+    return LazyBatchData(len(arrays), make), made
+
+
+def test_lazy_samples_are_made_once_on_first_use():
+    arrays = [np.arange(n, dtype=np.uint8) for n in (3, 5, 2)]
+    bd, made = _lazy(arrays)
+    assert len(bd) == 3 and bd.dense is None and made == []  # the length needs no samples
+    assert bd.shapes() == [(3,), (5,), (2,)] and made == [1]
+    assert not bd.is_uniform()
+    np.testing.assert_array_equal(bd.sample(1), arrays[1])
+    assert [s.tolist() for s in bd.samples] == [a.tolist() for a in arrays]
+    assert made == [1]
+
+
+def test_lazy_samples_stack_and_pickle_as_plain_batch_data():
+    arrays = [np.full((2, 2), i, np.int16) for i in range(4)]
+    bd, _ = _lazy(arrays)
+    back = pickle.loads(pickle.dumps(bd))
+    assert type(back) is BatchData and [s.tolist() for s in back.samples] == [a.tolist() for a in arrays]
+    dense = bd.stacked()
+    assert dense.shape == (4, 2, 2) and len(bd) == 4
+    np.testing.assert_array_equal(bd.samples[3], arrays[3])  # now views of the stacked array
+    back = pickle.loads(pickle.dumps(bd))
+    assert type(back) is BatchData and back.dense.shape == (4, 2, 2)
+
+
+def test_other_attributes_still_raise():
+    bd, made = _lazy([np.zeros(1)])
+    try:
+        bd.missing  # noqa: B018
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("an unknown attribute must raise AttributeError")
+    assert made == []
