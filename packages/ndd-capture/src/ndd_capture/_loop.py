@@ -118,8 +118,10 @@ def set_gpu_thread(enabled: bool) -> None:
     the interpreter lock (the backward pass), but shares the lock with it; on the loop's
     thread there is no hand-over between threads, and the GPU work itself stays
     asynchronous. Kernel by kernel on an H200 the thread was faster (24.0k against 18.4k
-    samples/s on the tutorial loop); with a device graph the GPU part costs far less host
-    time, and ``nox -s gpu`` measures both. Results are the same either way. Applies to
+    samples/s on the tutorial loop); as a device graph the two were level within that
+    machine's noise (35.3k-37.5k on the thread, 33.0k-42.2k on the loop's thread, over
+    three runs), and the thread keeps its lead wherever a step falls back to kernel by
+    kernel. ``nox -s gpu`` measures both. Results are the same either way. Applies to
     loops whose pipeline starts afterwards.
     """
     if not isinstance(enabled, bool):
