@@ -348,7 +348,7 @@ def _decode_table(a: argparse.Namespace) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _loop_table_row(name: str, got: list) -> tuple[str, str, str]:
+def _loop_table_row(name: str, mode: str, got: list) -> tuple[str, str, str]:
     """The table row of one loop setting: its samples/s (the median of its runs, each listed
     when there are several) against the tutorial's figure, or why it failed."""
     failed = [g for g in got if isinstance(g, str)]
@@ -356,7 +356,7 @@ def _loop_table_row(name: str, got: list) -> tuple[str, str, str]:
         return name, "FAILED", failed[0][len("FAILED "):]
     rates = [r for r, _ in got]
     rate = statistics.median(rates)
-    ref = TUTORIAL["capture" if ", capture," in name else "eager"]
+    ref = TUTORIAL[mode]
     runs = f"; runs {', '.join(f'{r:,.0f}' for r in rates)}" if len(rates) > 1 else ""
     return name, f"{rate:,.0f} smp/s", f"{rate / ref:.2f}x DALI's {ref:,} (loss {got[-1][1]:.3f}{runs})"
 
@@ -392,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = [("cpu", False, None, True), ("cpu", True, None, True), ("gpu", False, None, True),
             ("gpu", True, 0, True), ("gpu", True, None, False)]
     runs += [("gpu", True, None, True), ("gpu", True, None, "loop")] * max(1, a.repeat)
-    results: dict[str, list] = {}  # row name -> [(samples/s, loss) or an error text], in run order
+    # (row name, "eager" or "capture") -> [(samples/s, loss) or an error text], in run order
+    results: dict[tuple[str, str], list] = {}
     for device, capture, processes, graphs in runs:
         mode = "capture" if capture else "eager"
         name = f"MNIST loop + training, {mode}, preprocessing on {device}"
@@ -414,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             ndd.capture.set_worker_processes(None)
             ndd.capture.set_device_graphs(True)
             ndd.capture.set_gpu_thread(True)
-        results.setdefault(name, []).append(got)
+        results.setdefault((name, mode), []).append(got)
         print(f"  {name}: {line}", flush=True)
         rep = ndd.capture.report() if capture else None
         if rep is not None:
@@ -428,8 +429,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    CPU per step (last epoch): loop thread {last_cpu_per_step['loop']:,.0f} µs, "
                   f"pipeline threads here {last_cpu_per_step['pipeline']:,.0f} µs", flush=True)
             last_cpu_per_step.clear()
-    for name, got in results.items():
-        rows.append(_loop_table_row(name, got))
+    for (name, mode), got in results.items():
+        rows.append(_loop_table_row(name, mode, got))
     try:
         rows += op_rows(data)
     except Exception as e:  # noqa: BLE001

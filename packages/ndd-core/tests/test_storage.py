@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pytest
 
 from ndd._storage import BatchData, LazyBatchData
 
@@ -43,10 +44,6 @@ def test_lazy_samples_stack_and_pickle_as_plain_batch_data():
 
 def test_other_attributes_still_raise():
     bd, made = _lazy([np.zeros(1)])
-    try:
+    with pytest.raises(AttributeError, match="missing"):
         bd.missing  # noqa: B018
-    except AttributeError:
-        pass
-    else:
-        raise AssertionError("an unknown attribute must raise AttributeError")
     assert made == []
