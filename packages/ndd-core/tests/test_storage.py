@@ -47,3 +47,22 @@ def test_other_attributes_still_raise():
     with pytest.raises(AttributeError, match="missing"):
         bd.missing  # noqa: B018
     assert made == []
+
+
+def test_a_lazy_dense_array_is_made_once_on_first_use():
+    arr = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    made = []
+
+    def make():
+        made.append(1)
+        return arr.copy()
+
+    bd = LazyBatchData(4, make, dense=True)
+    assert len(bd) == 4 and made == []
+    assert bd.is_uniform() and bd.shapes() == [(3, 2)] * 4 and made == [1]
+    np.testing.assert_array_equal(bd.sample(2), arr[2])
+    np.testing.assert_array_equal(bd.stacked(), arr)
+    assert [s.tolist() for s in bd.samples] == [a.tolist() for a in arr]
+    assert made == [1]
+    back = pickle.loads(pickle.dumps(LazyBatchData(4, make, dense=True)))
+    assert type(back) is BatchData and back.dense.tolist() == arr.tolist()

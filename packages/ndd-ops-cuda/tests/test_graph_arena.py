@@ -64,3 +64,21 @@ def test_views_of_one_copy_do_not_see_the_next_pack(dev):
     arena.pack(buf, later)
     assert torch.equal(first[1][0].dense, outputs[1][0].dense)
     assert torch.equal(arena.unpack(buf)[1][0].dense, outputs[1][0].dense + 1)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_views_are_made_when_read(dev, monkeypatch):
+    """A replay hands out every output of the graph, intermediates included; the loop reads
+    few of them, so each view is made on first use, and only once."""
+    outputs = _outputs(dev)
+    arena = _Arena(outputs)
+    buf = torch.empty(arena.nbytes, dtype=torch.uint8, device=dev)
+    arena.pack(buf, outputs)
+    made = []
+    view = _Arena._view
+    monkeypatch.setattr(_Arena, "_view", staticmethod(lambda *a: made.append(a[2]) or view(*a)))
+    back = arena.unpack(buf.clone())
+    assert made == [] and len(back[3][0]) == 2 and len(back[2][1]) == 4
+    assert torch.equal(back[2][0].dense, outputs[2][0].dense) and len(made) == 1
+    assert torch.equal(back[3][0].samples[1], outputs[3][0].samples[1]) and len(made) == 3
+    assert back[2][0].dense is back[2][0].dense and len(made) == 3

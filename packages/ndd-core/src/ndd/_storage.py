@@ -74,29 +74,36 @@ class BatchData:
 
 
 class LazyBatchData(BatchData):
-    """A BatchData of ``n`` samples whose list ``make()`` builds on first use (ours).
+    """A BatchData of ``n`` samples whose data ``make()`` builds on first use (ours): the
+    sample list, or with ``dense=True`` the one array with a leading batch dimension.
 
-    For batches that arrive in one buffer, such as a capture worker's step: cutting 64 JPEGs
-    into per-sample views costs tens of µs a step, and the loop usually only passes the
-    batch on to the next operator, which runs in the worker.
+    For batches that arrive in one buffer, such as a capture worker's step or a device
+    graph's outputs: cutting 64 JPEGs into per-sample views, or making a view of each output
+    of a replayed graph, costs tens of µs a step, and the loop usually only passes the batch
+    on to the next operator, which was computed already.
     """
 
     __slots__ = ("_make", "_n")
 
-    def __init__(self, n: int, make: Any) -> None:  # noqa: D107 - the base's check needs data
-        self.dense = None
+    def __init__(self, n: int, make: Any, dense: bool = False) -> None:  # noqa: D107 - the base's check needs data
+        # The attribute ``make`` fills stays unset: reading it calls __getattr__ below.
+        if dense:
+            self._samples = None
+        else:
+            self.dense = None
         self._make = make
         self._n = n
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached while the ``_samples`` slot is unset: make the list once.
-        if name != "_samples":
+        # Only reached while the slot that ``make`` fills is unset: fill it once.
+        if name not in ("dense", "_samples"):
             raise AttributeError(name)
-        s = self._samples = self._make()
-        return s
+        v = self._make()
+        setattr(self, name, v)
+        return v
 
     def __len__(self) -> int:
-        return self._n if self.dense is None else len(self.dense)
+        return self._n
 
     def __reduce__(self) -> tuple:
         return BatchData, (self.dense, None if self.dense is not None else self.samples)

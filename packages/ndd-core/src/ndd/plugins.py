@@ -59,9 +59,9 @@ from ._image_args import (
 )
 from ._plugins import PluginRecord, Registry
 from ._schema import Arg, OpSchema, OutMeta
-from ._storage import BatchData
+from ._storage import BatchData, LazyBatchData
 
-__all__ = ["Arg", "BatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
+__all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
            "get_op_call_hook", "schemas", "arithm_result_types", "upload_host", "upload_device",
            # argument handling shared by the image kernels of every device (_image_args)

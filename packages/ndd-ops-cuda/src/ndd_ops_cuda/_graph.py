@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ndd import EvalContext
-from ndd.plugins import BatchData
+from ndd.plugins import BatchData, LazyBatchData
 
 from ._backend import BACKEND
 
@@ -140,11 +140,17 @@ class _Arena:
                         self._view(buf, views, slot).copy_(x)
 
     def unpack(self, buf: Any) -> dict:
-        """``{key: [BatchData]}`` of views of ``buf`` (a copy of the arena)."""
+        """``{key: [BatchData]}`` of views of ``buf`` (a copy of the arena), each made when
+        something reads it: a step's outputs include every intermediate batch of the graph,
+        which the loop usually only passes on (a view of a torch tensor costs several µs)."""
         views: dict = {}
-        return {key: [BatchData(dense=self._view(buf, views, slots)) if dense
-                      else BatchData(samples=[self._view(buf, views, slot) for slot in slots])
-                      for dense, slots in lay] for key, lay in self.layout.items()}
+
+        def one(dense: bool, slots: Any) -> BatchData:
+            if dense:
+                return LazyBatchData(slots[1][0], lambda: self._view(buf, views, slots), dense=True)
+            return LazyBatchData(len(slots), lambda: [self._view(buf, views, slot) for slot in slots])
+
+        return {key: [one(dense, slots) for dense, slots in lay] for key, lay in self.layout.items()}
 
 
 class GraphSession:
