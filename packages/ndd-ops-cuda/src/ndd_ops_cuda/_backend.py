@@ -73,6 +73,9 @@ class CudaBackend:
         # constants it reads), .stream (its private capture stream) and .home (the stream it
         # stands in for).
         self._graph = threading.local()
+        # This thread's events for stream waits (.events) and torch Streams of raw handles
+        # (.streams); see _wait and _consumer_waits.
+        self._waits = threading.local()
 
     # -- availability ------------------------------------------------------------
     @property
@@ -192,9 +195,28 @@ class CudaBackend:
             every = list(self._streams.values())
         for per_dev in every:
             other = per_dev.get(dev)
-            if other is not None and other != mine:
-                mine.wait_stream(other)
+            if other is not None and other.cuda_stream != mine.cuda_stream:
+                self._wait(mine, other)
         return mine
+
+    def _wait(self, waiter: Any, waited: Any) -> None:
+        """``waiter.wait_stream(waited)`` through an event kept per pair of streams and thread.
+
+        ``wait_stream`` makes an event each time, whose Python object and CUDA event cost more
+        than the wait itself (twice a step when a loop hands out images and labels). Recording
+        the kept event again is safe: a wait already queued keeps the point it was given.
+        """
+        import torch
+
+        events = getattr(self._waits, "events", None)
+        if events is None:
+            events = self._waits.events = {}
+        key = (waiter.cuda_stream, waited.cuda_stream)
+        ev = events.get(key)
+        if ev is None:
+            ev = events[key] = torch.cuda.Event()
+        ev.record(waited)
+        waiter.wait_event(ev)
 
     def _consumer_waits(self, arr: Any) -> None:
         """Make torch's current stream wait for ndd's streams before it touches ``arr``."""
@@ -202,10 +224,19 @@ class CudaBackend:
 
         dev = arr.device.index
         mine = self._ready_stream(dev)
-        current = torch.cuda.current_stream(dev)
-        if mine != current:
-            current.wait_stream(mine)
-            arr.record_stream(current)  # the allocator must not reuse it while `current` reads it
+        # The raw handle first: torch.cuda.current_stream() builds a Stream object each call,
+        # and usually the consumer is not ndd's stream (the torch Stream is kept per handle).
+        raw = torch._C._cuda_getCurrentRawStream(dev)
+        if raw == mine.cuda_stream:
+            return
+        streams = getattr(self._waits, "streams", None)
+        if streams is None:
+            streams = self._waits.streams = {}
+        current = streams.get((dev, raw))
+        if current is None:
+            current = streams[(dev, raw)] = torch.cuda.current_stream(dev)
+        self._wait(current, mine)
+        arr.record_stream(current)  # the allocator must not reuse it while `current` reads it
 
     # -- dtypes ------------------------------------------------------------------
     def torch_dtype(self, npd: Any) -> Any:
