@@ -549,6 +549,8 @@ class CaptureLoop:
                     raise RuntimeError("An argument marked with ndd.capture.invariant when captured must "
                                        "remain marked.")
                 continue
+            if v is val:  # the traced object itself (a literal the compiler keeps, a named constant)
+                continue
             raw = unwrap_invariants(v)
             if isinstance(raw, Batch) or not _same_value(raw, val):
                 return self._fallback(schema, inputs, kwargs, rec, "NDD-C203",
