@@ -216,3 +216,61 @@ def test_cupy_arrays_in_and_out_without_copies():
 def test_invalid_device_id():
     with pytest.raises(RuntimeError, match="CUDA device"):
         ndd.tensor([1]).gpu(torch.cuda.device_count())
+
+
+class _FakeCudaC:
+    """torch's C functions for current devices and streams, as torch.cuda's own functions use
+    them: one current stream per device, and setting a stream makes its device current."""
+
+    def __init__(self) -> None:
+        self.device = 0
+        self.current = {0: (0, 0, 1), 1: (0, 1, 1)}  # device -> (stream_id, device_index, device_type)
+
+    def _cuda_getDevice(self) -> int:
+        return self.device
+
+    def _cuda_getCurrentStream(self, dev: int) -> tuple:
+        return self.current[dev]
+
+    def _cuda_setStream(self, stream_id: int, device_index: int, device_type: int) -> None:
+        self.device = device_index
+        self.current[device_index] = (stream_id, device_index, device_type)
+
+
+class _FakeStream:
+    def __init__(self, stream_id: int, device_index: int) -> None:
+        self.stream_id, self.device_index, self.device_type = stream_id, device_index, 1
+
+
+@pytest.mark.parametrize("start_device", [0, 1])
+def test_on_stream_restores_the_threads_device_and_streams(monkeypatch, start_device):
+    """OnStream (ndd's cheaper torch.cuda.stream) against a model of torch's C functions: inside,
+    the stream and its device are current; after, every device's stream and the current device
+    are as before, also when the stream is on another device than the current one."""
+    from ndd_ops_cuda._backend import OnStream
+
+    fake = _FakeCudaC()
+    fake.current[1] = (7, 1, 1)  # a stream of the user's is current on device 1
+    fake.device = start_device  # the thread's device: the stream's below (1) or another (0)
+    before = (fake.device, dict(fake.current))
+    for name in ("_cuda_getDevice", "_cuda_getCurrentStream", "_cuda_setStream"):
+        monkeypatch.setattr(torch._C, name, getattr(fake, name), raising=False)
+    with OnStream(_FakeStream(42, 1)):
+        assert fake.device == 1 and fake.current[1] == (42, 1, 1)
+        with OnStream(_FakeStream(43, 0)):  # nested, back on the first device
+            assert fake.device == 0 and fake.current[0] == (43, 0, 1)
+        assert fake.device == 1 and fake.current[1] == (42, 1, 1)
+    assert (fake.device, fake.current) == before
+
+
+@pytest.mark.requires_cuda
+def test_on_stream_matches_torch_stream_context():
+    from ndd_ops_cuda._backend import OnStream
+
+    before = torch.cuda.current_stream()
+    s = torch.cuda.Stream()
+    with OnStream(s):
+        assert torch.cuda.current_stream() == s
+        x = torch.ones(1024, device="cuda") * 2  # runs on s
+    s.synchronize()
+    assert torch.cuda.current_stream() == before and x.sum().item() == 2048

@@ -159,9 +159,7 @@ class CudaBackend:
         s = self.stream(ctx, device_id)
         if s is None:
             return contextlib.nullcontext()
-        import torch
-
-        return torch.cuda.stream(s)
+        return OnStream(s)
 
     def synchronize(self, ctx: EvalContext | None = None) -> None:
         """Wait until everything queued on the context's streams has run."""
@@ -340,7 +338,7 @@ class CudaBackend:
         if t.device.type == "cuda" and not _emulated():  # ndd's kernels must see what torch's current stream wrote
             dev = t.device.index
             mine = self.stream(None, dev)
-            mine.wait_stream(torch.cuda.current_stream(dev))
+            self._wait(mine, torch.cuda.current_stream(dev))
             # The caller may drop its tensor while ndd's kernels still read it: the allocator
             # must not hand its memory out again before ndd's stream is done with it.
             t.record_stream(mine)
@@ -445,6 +443,40 @@ class CudaBackend:
         d["version"] = 3
         d["stream"] = self._ready_stream(arr.device.index).cuda_stream
         return d
+
+
+class OnStream:
+    """``torch.cuda.stream(s)``: ``s`` current on this thread for a block, then the thread's
+    device and streams as they were.
+
+    Hand-written because it runs for every operator call and device-graph replay, and torch's
+    context manager makes about twenty Python calls per use (device lookups, Stream and device
+    objects), tens of µs on a busy host. This makes three or four calls to the functions of
+    torch's C module that torch.cuda's own stream functions call; setting a stream also makes
+    its device current.
+    """
+
+    __slots__ = ("_s", "_src", "_dst")
+
+    def __init__(self, s: Any) -> None:
+        self._s = s
+        self._src: tuple = ()
+        self._dst: tuple | None = None
+
+    def __enter__(self) -> None:
+        import torch
+
+        c, s = torch._C, self._s
+        dev, cur = s.device_index, c._cuda_getDevice()
+        self._src = c._cuda_getCurrentStream(cur)  # (stream_id, device_index, device_type)
+        self._dst = c._cuda_getCurrentStream(dev) if dev != cur else None
+        c._cuda_setStream(stream_id=s.stream_id, device_index=dev, device_type=s.device_type)
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch
+
+        for sid, dev, kind in ((self._dst, self._src) if self._dst is not None else (self._src,)):
+            torch._C._cuda_setStream(stream_id=sid, device_index=dev, device_type=kind)
 
 
 def _as_torch_stream(user: Any, device_id: int) -> Any:

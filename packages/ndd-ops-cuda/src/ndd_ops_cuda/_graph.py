@@ -30,7 +30,7 @@ import numpy as np
 from ndd import EvalContext
 from ndd.plugins import BatchData, LazyBatchData
 
-from ._backend import BACKEND
+from ._backend import BACKEND, OnStream
 
 # What a CUDA graph capture refuses because it would synchronise: reading a device value
 # back (.item(), bool(), int() of a tensor), and outputs whose size depends on device values.
@@ -289,10 +289,8 @@ class GraphSession:
         return self._arena.unpack(self._buf.clone()) if self.emulated else None
 
     def _replay(self) -> Any:
-        import torch
-
         stream = BACKEND.stream(self.ctx, self.device_id)
-        with torch.cuda.stream(stream):
+        with OnStream(stream):
             self._graph.replay()
             assert self._arena is not None
             out = self._arena.unpack(self._buf.clone())
