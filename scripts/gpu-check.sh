@@ -92,7 +92,7 @@ EOF
 echo "== 3. GPU tests"
 per_test=()  # pytest-timeout, where installed: one hung test must not eat the whole budget
 "$PY" -c "import pytest_timeout" 2>/dev/null && per_test=(--timeout 60)
-timeout 240 "$PY" -m pytest -q -p no:cacheprovider -rs "${per_test[@]}" packages/ndd-ops-cuda/tests 2>&1 \
+timeout 240 "$PY" -m pytest -q -p no:cacheprovider -rs --durations=15 "${per_test[@]}" packages/ndd-ops-cuda/tests 2>&1 \
     | tee "$OUT/pytest.txt"
 test_rc=${PIPESTATUS[0]}
 test_line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error)|no tests ran' "$OUT/pytest.txt" | tail -1 | tr -d '=')
