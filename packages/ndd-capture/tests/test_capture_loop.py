@@ -174,15 +174,19 @@ def test_nested_loops_raise(lmdb_path):
                 pass
 
 
-def test_conflicting_batch_size_and_device(lmdb_path):
+@pytest.mark.parametrize("change_at", [1, 3])  # at the first replay, or after replays with the traced device
+def test_conflicting_batch_size_and_device(lmdb_path, change_at):
     reader = ndd.readers.Caffe2(path=lmdb_path)
     with pytest.raises(RuntimeError, match="Cannot change batch size to 4, the capture-mode loop uses 8"):
         for i, _ in enumerate(reader.next_epoch(batch_size=B, capture=True)):
-            ndd.random.uniform(batch_size=B if i == 0 else 4)
+            ndd.random.uniform(batch_size=B if i < change_at else 4)
     reader = ndd.readers.Caffe2(path=lmdb_path)
+    steps = []
     with pytest.raises(RuntimeError, match="traced with device=cpu but called with device=gpu"):
         for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
-            ndd.decoders.image(jpegs, device="cpu" if i == 0 else "gpu")
+            steps.append(i)
+            ndd.decoders.image(jpegs, device="cpu" if i < change_at else "gpu")
+    assert steps[-1] == change_at
 
 
 @pytest.mark.parametrize("change", ["extra", "dropped", "reseed"])
