@@ -217,8 +217,7 @@ class Node:
     """One captured call: its op, where it was called and how to rebuild its arguments."""
 
     __slots__ = ("id", "schema", "key", "inputs", "kwargs", "device", "explicit_device", "rng",
-                 "offset", "n_out", "record", "out_meta", "in_layouts", "plan", "checks", "kw_names",
-                 "device_seen")
+                 "offset", "n_out", "record", "out_meta", "in_layouts", "plan", "checks", "kw_names")
 
     def __init__(self, nid: int, schema: Any, key: tuple, inputs: list, kwargs: dict, device: Device,
                  explicit_device: Device | None, rng: RNG | None, offset: int, n_out: int,
@@ -239,7 +238,6 @@ class Node:
         self.plan: Plan | None = None
         self.checks: list[tuple[str, Any]] = []  # (label, spec) of each input, then keyword (_replay)
         self.kw_names: frozenset[str] = frozenset()
-        self.device_seen: Any = None  # the last `device` argument _replay accepted (kept alive)
 
 
 class _RNGTrack:
@@ -514,9 +512,15 @@ class CaptureLoop:
                                   rec.reason or "not captured")
         rec = node.record
         dev = kwargs.get("device")
-        if dev is not None and dev is not node.device_seen:  # usually the same literal each step
-            self._check_device(node, dev)
-            node.device_seen = dev
+        if dev is not None:
+            dev = unwrap_invariants(dev)
+            dev = dev if isinstance(dev, Device) else Device(dev)
+            if dev != (node.explicit_device or node.device):
+                traced = node.explicit_device or node.device
+                self._teardown("device changed")
+                raise RuntimeError(
+                    f"Captured operator was traced with device={traced.device_type} but called with "
+                    f"device={dev.device_type}. Cannot change device in capture mode.")
         bs = kwargs.get("batch_size")
         if bs is not None and unwrap_invariants(bs) != self.batch_size:
             raise RuntimeError(f"Cannot change batch size to {unwrap_invariants(bs)}, the capture-mode "
@@ -572,16 +576,6 @@ class CaptureLoop:
             return _from_data(outs[0], node.out_meta[0], node.device, self.batch_size, (node.id, 0), step)
         return tuple(_from_data(bd, m, node.device, self.batch_size, (node.id, k), step)
                      for k, (bd, m) in enumerate(zip(outs, node.out_meta)))
-
-    def _check_device(self, node: Node, dev: Any) -> None:
-        dev = unwrap_invariants(dev)
-        dev = dev if isinstance(dev, Device) else Device(dev)
-        traced = node.explicit_device or node.device
-        if dev != traced:
-            self._teardown("device changed")
-            raise RuntimeError(
-                f"Captured operator was traced with device={traced.device_type} but called with "
-                f"device={dev.device_type}. Cannot change device in capture mode.")
 
     # -- steps ------------------------------------------------------------------------------
     @property
