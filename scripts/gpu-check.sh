@@ -19,8 +19,9 @@
 #      distribution metadata, come from a minimal .dist-info per package written into
 #      $NDD_SITE from its pyproject.toml (no build backend needed). Distributions that are
 #      already installed are left alone.
-#   3. pytest packages/ndd-ops-cuda/tests (NDD_CUDA_EMULATE is not set here: the real GPU),
-#      then benchmarks/bench_gpu.py, with cProfile tables of the GPU loop in $OUT. Everything is tee'd to $OUT/gpu-log.txt.
+#   3. benchmarks/bench_gpu.py, with cProfile tables of the GPU loop in $OUT, then pytest
+#      packages/ndd-ops-cuda/tests (NDD_CUDA_EMULATE is not set here: the real GPU).
+#      Everything is tee'd to $OUT/gpu-log.txt.
 #
 # Environment: NDD_GPU_PYTHON (default /opt/torch/.venv/bin/python3, else python3),
 # OUT (default ./gpu-out), NDD_SITE. Exit status: non-zero if the tests or a benchmark failed.
@@ -89,17 +90,18 @@ print("  missing modules:", ", ".join(missing) if missing else "none")
 EOF
 "$PY" -c "import ndd, torch; print(ndd.plugins.report()); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
 
-echo "== 3. GPU tests"
+# The benchmark first: if the device call is cut short, its table is what matters most.
+echo "== 3. GPU benchmark"
+timeout 300 "$PY" benchmarks/bench_gpu.py --profile "$OUT" "$@" 2>&1 | tee "$OUT/bench.txt"
+bench_rc=${PIPESTATUS[0]}
+
+echo "== 4. GPU tests"
 per_test=()  # pytest-timeout, where installed: one hung test must not eat the whole budget
 "$PY" -c "import pytest_timeout" 2>/dev/null && per_test=(--timeout 60)
-timeout 240 "$PY" -m pytest -q -p no:cacheprovider -rs --durations=15 "${per_test[@]}" packages/ndd-ops-cuda/tests 2>&1 \
+timeout 280 "$PY" -m pytest -q -p no:cacheprovider -rs --durations=15 "${per_test[@]}" packages/ndd-ops-cuda/tests 2>&1 \
     | tee "$OUT/pytest.txt"
 test_rc=${PIPESTATUS[0]}
 test_line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error)|no tests ran' "$OUT/pytest.txt" | tail -1 | tr -d '=')
-
-echo "== 4. GPU benchmark"
-timeout 300 "$PY" benchmarks/bench_gpu.py --profile "$OUT" "$@" 2>&1 | tee "$OUT/bench.txt"
-bench_rc=${PIPESTATUS[0]}
 
 echo
 echo "== summary ($(( $(date +%s) - start )) s)"
