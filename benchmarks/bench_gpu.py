@@ -107,6 +107,10 @@ def _thread_cpu_s(prefix: str) -> float:
 # plus the replayed calls) and the capture pipeline's threads here (the GPU part of a split
 # pipeline); they share the interpreter lock.
 last_cpu_per_step: dict[str, float] = {}
+# Wall µs of each part of a step on the loop's thread (medians over the last timed epoch):
+# taking the step (next), the preprocessing calls with .torch(), the training step. The
+# training part against the ceiling row's step shows what the pipeline costs the training.
+last_wall_per_step: list[float] = []
 
 
 def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int) -> tuple[float, float]:
@@ -122,21 +126,32 @@ def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int) -> t
         prof = mnist_loop_profiler if epoch == epochs - 1 else None
         if prof is not None:
             prof.enable()
+        walls: list[tuple[float, float, float]] = []
         n, t0, c0, p0 = 0, time.perf_counter(), time.thread_time(), _thread_cpu_s("ndd-capture")
-        for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+        steps_it = iter(reader.next_epoch(batch_size=B, capture=capture))
+        while True:  # a for loop, with the wall time of each part of a step taken
+            s0 = time.perf_counter()
+            try:
+                jpegs, labels = next(steps_it)
+            except StopIteration:
+                break
+            s1 = time.perf_counter()
             images, targets = _preprocess(jpegs, labels, rng, device)
             if device == "cpu":  # the GPU rows' tensors are on the device already, as in the tutorial
                 images, targets = images.to(dev, non_blocking=True), targets.to(dev, non_blocking=True)
+            s2 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(images), targets)
             loss.backward()
             opt.step()
             n += targets.numel()
+            walls.append((s1 - s0, s2 - s1, time.perf_counter() - s2))
         _sync()
         rates.append(n / (time.perf_counter() - t0))
         steps = max(1, n // B)
         last_cpu_per_step.update(loop=(time.thread_time() - c0) / steps * 1e6,
                                  pipeline=max(0.0, _thread_cpu_s("ndd-capture") - p0) / steps * 1e6)
+        last_wall_per_step[:] = [statistics.median(w) * 1e6 for w in zip(*walls)] if walls else []
         if prof is not None:
             prof.disable()
     return statistics.median(rates[1:] or rates), float(loss.item())
@@ -153,15 +168,19 @@ def training_alone(steps: int, epochs: int) -> float:
     targets = torch.randint(0, 10, (8, B), device=dev)
     rates = []
     for _ in range(epochs):
+        walls = []
         t0, c0 = time.perf_counter(), time.thread_time()
         for i in range(steps):
+            s0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(images[i % 8]), targets[i % 8])
             loss.backward()
             opt.step()
+            walls.append(time.perf_counter() - s0)
         _sync()
         rates.append(steps * B / (time.perf_counter() - t0))
         last_cpu_per_step.update(loop=(time.thread_time() - c0) / steps * 1e6)
+        last_wall_per_step[:] = [statistics.median(walls) * 1e6]
     return statistics.median(rates[1:] or rates)
 
 
@@ -399,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     # (backward runs on torch's autograd thread: the rest of a step's time is waiting).
     rows.append(("training step alone, on ready device tensors (the ceiling)", f"{ceiling:,.0f} smp/s",
                  f"{ceiling / TUTORIAL['capture']:.2f}x DALI's {TUTORIAL['capture']:,} (loop thread "
-                 f"{last_cpu_per_step.pop('loop'):,.0f} µs CPU of {B / ceiling * 1e6:,.0f} µs a step)"))
+                 f"{last_cpu_per_step.pop('loop'):,.0f} µs CPU of {B / ceiling * 1e6:,.0f} µs a step; "
+                 f"median step {last_wall_per_step.pop():,.0f} µs)"))
     print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
     procs = ndd.capture.default_worker_processes()
     # (device, capture, worker processes (None: the default), device graphs ("loop": on the
@@ -446,6 +466,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    CPU per step (last epoch): loop thread {last_cpu_per_step['loop']:,.0f} µs, "
                   f"pipeline threads here {last_cpu_per_step['pipeline']:,.0f} µs", flush=True)
             last_cpu_per_step.clear()
+        if last_wall_per_step:
+            nx, pre, train = last_wall_per_step
+            print(f"    wall per step (last epoch, medians): next() {nx:,.0f} µs, preprocessing {pre:,.0f} µs, "
+                  f"training {train:,.0f} µs", flush=True)
+            last_wall_per_step.clear()
     for (name, mode), got in results.items():
         rows.append(_loop_table_row(name, mode, got))
     try:
