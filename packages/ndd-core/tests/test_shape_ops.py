@@ -59,10 +59,17 @@ def test_reshape_ragged_and_per_sample_shape():
     np.testing.assert_array_equal(samples(per)[1], RAGGED[1].reshape(6, 2, 1))
     si = ndd.reshape(b, ndd.batch([np.array([6, 1, 1]), np.array([12, 1, 1])]))
     assert si.shape == [(6, 1, 1), (12, 1, 1)]
-    # shape_input of a different length needs layout= so the ndim is known in advance
-    assert ndd.reshape(b, ndd.batch([np.array([6]), np.array([12])]), layout="X").shape == [(6,), (12,)]
-    with pytest.raises(ValueError, match="pass `layout=`"):
-        sync(ndd.reshape, b, ndd.batch([np.array([6]), np.array([12])]))
+    # a shape_input (or per-sample shape) of another length sets the number of dimensions
+    flat = ndd.reshape(b, ndd.batch([np.array([6]), np.array([12])]))
+    assert flat.ndim == 1 and flat.shape == [(6,), (12,)] and flat.layout is None
+    np.testing.assert_array_equal(samples(flat)[1], RAGGED[1].reshape(-1))
+    assert ndd.reshape(b, ndd.batch([np.array([6]), np.array([12])]), layout="X").layout == "X"
+    assert ndd.reshape(b, shape=ndd.batch([np.array([2, 3]), np.array([4, 3])])).shape == [(2, 3), (4, 3)]
+    t = ndd.tensor(np.arange(24).reshape(2, 3, 4))
+    np.testing.assert_array_equal(A(ndd.reshape(t, np.array([4, 6]))), np.arange(24).reshape(4, 6))
+    np.testing.assert_array_equal(A(ndd.reshape(t, ndd.tensor([24]))), np.arange(24))
+    with pytest.raises(ValueError, match=r"argument 'shape_input' has samples of \[1, 2\] elements"):
+        ndd.reshape(b, ndd.batch([np.array([6]), np.array([12, 1])]))
 
 
 def test_reshape_errors():
@@ -100,6 +107,8 @@ def test_squeeze():
     assert ob.shape == [(2, 3), (4, 3)] and ob.layout == "HW"
     np.testing.assert_array_equal(samples(ob)[1], RAGGED[1][..., 0])
     assert ndd.squeeze(ndd.as_batch(np.zeros((2, 1, 5))), axes=[0]).shape == [(5,), (5,)]
+    per = ndd.squeeze(ndd.batch([np.zeros((1, 5, 1)), np.zeros((1, 4, 1))]), axes=ndd.batch([[0], [-1]]))
+    assert per.ndim == 2 and per.shape == [(5, 1), (1, 4)]
 
 
 def test_squeeze_errors():
@@ -215,8 +224,9 @@ def test_zeros_ones_full():
     shapes = ndd.batch([np.array([1, 2]), np.array([3, 1])])
     per = ndd.zeros(shape=shapes, layout="AB")  # layout= gives the ndim of per-sample shapes
     assert per.shape == [(1, 2), (3, 1)] and per.layout == "AB"
-    with pytest.raises(ValueError, match="`zeros`: the result has 2 dimension"):
-        sync(ndd.zeros, shape=shapes)
+    assert ndd.zeros(shape=shapes).shape == [(1, 2), (3, 1)]  # the ndim from the shapes' length
+    with pytest.raises(ValueError, match=r"`full`: argument 'shape' has samples of \[1, 2\] elements"):
+        ndd.full(ndd.batch([np.float32(1), np.float32(2)]), shape=ndd.batch([np.array([2]), np.array([1, 3])]))
     f = ndd.full(ndd.tensor(np.float32(2.5)), shape=[2, 2])
     assert f.dtype == ndd.float32
     np.testing.assert_array_equal(A(f), np.full((2, 2), 2.5, np.float32))

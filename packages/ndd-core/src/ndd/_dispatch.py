@@ -60,7 +60,9 @@ class PerSample:
 class KernelArgs(dict):
     """Arguments as a kernel sees them: constants, or :class:`PerSample` values."""
 
-    __slots__ = ("batch_size", "batch_args")
+    # batch_args (per-sample arguments as Batches) and inputs (the call's inputs) are set
+    # for the schema's infer: the sizes of a shape-like one set the number of output dimensions.
+    __slots__ = ("batch_size", "batch_args", "inputs")
 
     def is_per_sample(self, name: str) -> bool:
         return isinstance(self[name], PerSample)
@@ -265,6 +267,7 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
 
     in_metas = [OutMeta(x._dtype, x._ndim, x._layout) if x is not None else None for x in ins]
     args.batch_args = {k: b for k, (_, b) in batch_args.items()} if batch_args else {}
+    args.inputs = ins
     out_metas = schema.infer(in_metas, args)
     ctx = EvalContext.current()
     n_out = bs if is_batch else 1

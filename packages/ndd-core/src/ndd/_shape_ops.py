@@ -1,11 +1,11 @@
 """Shape and construction operators (CPU, NumPy): reshape, squeeze, expand_dims, transpose,
 cat, stack, slice, pad, one_hot, zeros/ones/full and their ``*_like`` variants.
 
-Output metadata is inferred from input metadata and constant arguments. When the number
-of output dimensions depends on data that is only known when the operator runs (a
-per-sample ``shape`` Batch, the ``shape_input`` of ``reshape``, per-sample ``axes`` of
-``squeeze``), pass ``layout=`` where the operator has it; otherwise the input's number of
-dimensions is assumed and a different result raises ValueError.
+Output metadata is inferred from input metadata and arguments. Where the number of output
+dimensions is set by a shape-like value that is a Tensor or a per-sample Batch (the
+``shape_input`` or ``shape``/``rel_shape``/``src_dims`` of ``reshape``, the ``axes`` of
+``squeeze``, the ``shape`` of ``zeros``/``ones``/``full``), it is that value's number of
+elements, the same in every sample (reading it waits for the value to be computed).
 """
 
 from __future__ import annotations
@@ -25,6 +25,27 @@ from ._storage import BatchData
 
 def _arg_error(op: str, name: str, msg: str) -> ValueError:
     return ValueError(f"Operator `{op}`: argument '{name}' {msg}")
+
+
+def _arg_length(op: str, name: str, v: Any) -> int:
+    """The number of elements of a shape-like Tensor, or of every sample of a Batch (an
+    error names the argument when the samples disagree)."""
+    shapes = v.shape if isinstance(v.shape, list) else [v.shape]
+    lengths = sorted({int(np.prod(s, dtype=np.int64)) for s in shapes})
+    if len(lengths) > 1:
+        raise _arg_error(op, name, f"has samples of {lengths} elements; every sample must give the "
+                         "same number of output dimensions")
+    return lengths[0] if lengths else 0
+
+
+def _given_length(op: str, args: KernelArgs, name: str) -> int | None:
+    """The number of elements of argument ``name``: its constant's, or its per-sample
+    Batch's (None when not given)."""
+    b = args.batch_args.get(name)
+    if b is not None:
+        return _arg_length(op, name, b)
+    v = args[name]
+    return None if v is None else len(v)
 
 
 def _norm_axis(op: str, name: str, a: int, ndim: int) -> int:
@@ -104,39 +125,35 @@ def _llround(x: float) -> int:
 # -- reshape ------------------------------------------------------------------------
 
 
-def _reshape_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+def _reshape_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
     m = inputs[0]
     layout = args["layout"]
-    shape, rel, src = args["shape"], args["rel_shape"], args["src_dims"]
+    shape, rel, src = (_given_length("reshape", args, n) for n in _RESHAPE_ARGS)
+    shape_input = args.inputs[1] if len(inputs) > 1 and inputs[1] is not None else None
     if shape is not None and rel is not None:
         raise ValueError("Operator `reshape`: arguments 'shape' and 'rel_shape' are mutually exclusive")
-    if len(inputs) > 1 and inputs[1] is not None and (shape is not None or rel is not None):
+    if shape_input is not None and (shape is not None or rel is not None):
         raise ValueError("Operator `reshape`: 'shape_input' cannot be combined with 'shape' or 'rel_shape'")
-    if shape is not None:
-        ndim = len(shape)
-        if sum(1 for s in shape if s < 0) > 1:
-            raise _arg_error("reshape", "shape", f"{list(shape)} has more than one negative extent")
-    elif src is not None:
-        ndim = len(src)
-    elif rel is not None:
-        ndim = len(rel)
-    elif layout:
-        ndim = len(layout)
-    else:
-        ndim = m.ndim
+    if shape_input is not None:
+        shape = _arg_length("reshape", "shape_input", shape_input)
+    const = args["shape"]
+    if const is not None and sum(1 for s in const if s < 0) > 1:
+        raise _arg_error("reshape", "shape", f"{list(const)} has more than one negative extent")
+    ndim = next((n for n in (shape, src, rel) if n is not None), len(layout) if layout else m.ndim)
     if src is not None:
-        for d in src:
+        for d in args["src_dims"] or ():
             if d != -1:
                 _norm_axis("reshape", "src_dims", d, m.ndim)
-        if d_len := (len(shape) if shape is not None else len(rel) if rel is not None else None):
-            if d_len != len(src):
+        if d_len := (shape if shape is not None else rel):
+            if d_len != src:
                 raise _arg_error("reshape", "src_dims", "must have as many elements as 'shape'/'rel_shape'")
-    if rel is not None and src is None and len(rel) > m.ndim:
-        raise _arg_error("reshape", "rel_shape", f"has {len(rel)} elements for {m.ndim} input dimension(s)")
+    if rel is not None and src is None and rel > m.ndim:
+        raise _arg_error("reshape", "rel_shape", f"has {rel} elements for {m.ndim} input dimension(s)")
     if layout:
         out_layout = _check_layout("reshape", layout, ndim)
     elif src is not None:
-        out_layout = "".join(m.layout[d] for d in src) if m.layout and -1 not in src else None
+        dims = args["src_dims"]  # None when per sample: no layout
+        out_layout = "".join(m.layout[d] for d in dims) if dims and m.layout and -1 not in dims else None
     else:
         out_layout = m.layout if ndim == m.ndim else None
     return [OutMeta(m.dtype, ndim, out_layout)]
@@ -222,8 +239,12 @@ def _squeeze_axes(op: str, args: dict, ndim: int, layout: str | None, axes: Any)
     return tuple(sorted({_norm_axis(op, "axes", a, ndim) for a in _ints(axes)}))
 
 
-def _squeeze_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+def _squeeze_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
     m = inputs[0]
+    b = args.batch_args.get("axes")
+    if b is not None:  # per-sample axes: as many dimensions go as each sample names
+        n = _arg_length("squeeze", "axes", b)
+        return [OutMeta(m.dtype, m.ndim - n, None)]
     axes = _squeeze_axes("squeeze", args, m.ndim, m.layout, args["axes"])
     layout = "".join(c for i, c in enumerate(m.layout) if i not in axes) if m.layout else None
     return [OutMeta(m.dtype, m.ndim - len(axes), layout or None)]
@@ -442,24 +463,25 @@ STACK = OpSchema(
 # -- zeros, ones, full and *_like -----------------------------------------------------
 
 
-def _shape_ndim(args: dict) -> int:
-    shape, layout = args["shape"], args.get("layout")
+def _shape_ndim(op: str, args: KernelArgs) -> int:
+    shape, layout = _given_length(op, args, "shape"), args.get("layout")
     if shape is not None:
-        return len(shape)
+        return shape
     return len(layout) if layout else 0
 
 
 def _const_infer(op: str) -> Callable:
-    def infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
-        ndim = _shape_ndim(args)
+    def infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
+        ndim = _shape_ndim(op, args)
         return [OutMeta(args["dtype"], ndim, _check_layout(op, args["layout"], ndim))]
 
     return infer
 
 
-def _full_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+def _full_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
     f = inputs[0]
-    ndim = _shape_ndim(args) if args["shape"] is not None or args["layout"] else f.ndim
+    given = args["shape"] is not None or "shape" in args.batch_args or args["layout"]
+    ndim = _shape_ndim("full", args) if given else f.ndim
     return [OutMeta(f.dtype, ndim, _check_layout("full", args["layout"], ndim))]
 
 
