@@ -319,6 +319,34 @@ def test_eval_context_is_fixed(lmdb_path):
                     ndd.decoders.image(jpegs)
 
 
+def test_ctx_argument_is_the_body_context(lmdb_path):
+    """next_epoch(ctx=X) and captured(ctx=X): each step's body runs in X (the ops see it as
+    current and the loop replays), X is left after the step, and another context inside the
+    body is still an error."""
+    ctx = ndd.EvalContext(num_threads=1)
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    seen, out = [], []
+    for jpegs, _ in reader.next_epoch(batch_size=B, ctx=ctx, capture=True):
+        seen.append(ndd.EvalContext.current() is ctx)
+        out.append(np.asarray(ndd.decoders.image(jpegs, output_type=types.GRAY).torch()).copy())
+        assert ndd.EvalContext.current() is ctx
+    assert seen and all(seen) and ndd.EvalContext.current() is not ctx
+    assert ndd.capture.report().sites[0].replayed == len(out) - 1
+    eager = [np.asarray(ndd.decoders.image(j, output_type=types.GRAY).torch())
+             for j, _ in ndd.readers.Caffe2(path=lmdb_path).next_epoch(batch_size=B)]
+    assert len(eager) == len(out) and all(np.array_equal(a, b) for a, b in zip(eager, out))
+
+    es = ndd.ExternalSource(iter([[np.full(3, i, np.float32)] * 2 for i in range(4)]))
+    got = [ndd.cast(x, dtype=ndd.int32).torch().tolist() for x in es.captured(batch_size=2, ctx=ctx)]
+    assert got == [[[i] * 3] * 2 for i in range(4)] and ndd.EvalContext.current() is not ctx
+
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.raises(RuntimeError, match="Cannot change EvalContext for a capture-mode loop"):
+        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, ctx=ctx, capture=True)):
+            with ndd.EvalContext() if i else ctx:
+                ndd.decoders.image(jpegs)
+
+
 def test_set_state_inside_the_body_ends_the_epoch_as_in_eager_mode(lmdb_path):
     steps = {}
     for capture in (False, True):

@@ -19,6 +19,7 @@ by two paths gives two sites.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -277,6 +278,7 @@ class CaptureLoop:
     def __init__(self, batch_size: int, ctx: EvalContext, strict: bool, depth: int) -> None:
         self.batch_size = batch_size
         self.ctx = ctx
+        self.given_ctx = False  # ctx came from the caller's ctx=: each step's body runs in it
         self.strict = strict
         self.depth = depth
         self.nodes: list[Node] = []
@@ -874,6 +876,15 @@ def _enter(loop: CaptureLoop) -> None:
     _tls.loop = loop
 
 
+def _in_context(loop: CaptureLoop) -> Any:
+    """The ``ctx=`` given to ``next_epoch``/``captured``, made current for the body of each
+    step (as a ``with ctx:`` around the loop would); without one, the body's context must
+    stay the one current when the loop started."""
+    if not loop.given_ctx or EvalContext.current() is loop.ctx:
+        return contextlib.nullcontext()
+    return loop.ctx
+
+
 def _frame_live(frame: Any) -> bool:
     f = sys._getframe(1)
     while f is not None:
@@ -933,8 +944,8 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
     if loop is not None and loop.batch_size != batch_size:
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
     if loop is None or loop.invalid:
-        ctx = ctx or EvalContext.current()
-        loop = CaptureLoop(batch_size, ctx, capture == "strict", _settings["depth"])
+        loop = CaptureLoop(batch_size, ctx or EvalContext.current(), capture == "strict", _settings["depth"])
+        loop.given_ctx = ctx is not None
         loop.reader = reader
         reader._capture_loop = loop
         loop.source = _Source(reader, batch_size)
@@ -990,7 +1001,8 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             continue
         _enter(loop)
         try:
-            yield wrapped
+            with _in_context(loop):
+                yield wrapped
         except GeneratorExit:
             if tracing:  # left during the traced step: forget the partial trace, trace again later
                 loop.reset_trace()
@@ -1031,6 +1043,7 @@ def external_source_epoch(es: Any, batch_size: int, ctx: Any, strict: bool) -> I
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
     if loop is None or loop.invalid:
         loop = CaptureLoop(batch_size, ctx or EvalContext.current(), bool(strict), _settings["depth"])
+        loop.given_ctx = ctx is not None
         loop.root = es
         es._capture_loop = loop
     return _es_steps(es, loop)
@@ -1076,7 +1089,8 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
                 continue
             _enter(loop)
             try:
-                yield rebuild([_captured(b, (0, k), loop.step) for k, b in enumerate(src)])
+                with _in_context(loop):
+                    yield rebuild([_captured(b, (0, k), loop.step) for k, b in enumerate(src)])
             finally:
                 _tls.loop = None
             if tracing:
