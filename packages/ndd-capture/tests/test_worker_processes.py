@@ -179,6 +179,31 @@ def test_relative_paths_mean_what_they_meant_when_the_reader_was_made(lmdb_path,
     assert labels == [i % 10 for i in range(40)]
 
 
+def test_lists_refilled_after_the_reader_was_made_do_not_change_the_data(tmp_path):
+    """The worker processes rebuild the reader from its constructor's arguments: a list the
+    caller refills after making the reader must not change what they read."""
+    files = []
+    for i in range(12):
+        files.append(str(tmp_path / f"{i}.bin"))
+        (tmp_path / f"{i}.bin").write_bytes(bytes([i]) * 4)
+    labels = list(range(12))
+    reader = ndd.readers.File(files=files, labels=labels)
+    labels[:] = [-1] * 12
+    files.reverse()
+    ndd.capture.set_worker_processes(2)
+    try:
+        got, data = [], []
+        for raw, lab in reader.next_epoch(batch_size=4, capture=True):
+            lab = ndd.cast(lab, dtype=ndd.int64)  # alone on its line: Python 3.10 too
+            got.extend(np.array(ndd.as_tensor(lab)).ravel().tolist())
+            data.extend(int(np.asarray(t)[0]) for t in raw.tensors)
+        worker = ndd.capture.report().worker
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert worker == "2 process(es)"
+    assert got == list(range(12)) and data == list(range(12))
+
+
 @pytest.mark.parametrize("processes", [0, 2])
 def test_a_dropped_reader_is_collected_and_its_pipeline_stops(lmdb_path, processes):
     """Loop and reader refer to each other, and nothing else holds them once the caller

@@ -18,6 +18,8 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from ._eval import EvalContext
 
 STATE_PREFIX = "ndd-reader-v1:"
@@ -83,6 +85,11 @@ class ReaderState:
         return hash(self._text)
 
 
+def _snapshot(v: Any) -> Any:
+    """A copy of a mutable container (list, dict, set, NumPy array); other values as they are."""
+    return v.copy() if isinstance(v, (list, dict, set, bytearray, np.ndarray)) else v
+
+
 _MIX_ERROR = "Cannot mix `samples`, `batches` and `_run`/`__call__` on the same reader."
 
 
@@ -97,8 +104,10 @@ class Reader:
     def __new__(cls, *args: Any, **kwargs: Any) -> Reader:
         self = super().__new__(cls)
         # The constructor call and the directory relative paths in it refer to, so that a
-        # worker process can build an identical reader (ours).
-        self._ctor_args = (args, kwargs)
+        # worker process can build an identical reader (ours). Lists, dicts and arrays are
+        # copied: a caller that refills its list of files or labels after making the reader
+        # must not change what the workers read (one level deep; ~0.06 s for 1.3M paths).
+        self._ctor_args = (tuple(_snapshot(a) for a in args), {k: _snapshot(v) for k, v in kwargs.items()})
         self._ctor_cwd = os.getcwd()
         return self
 
