@@ -596,6 +596,36 @@ def test_caffe2_source_errors(tmp_path):
         c2.Caffe2Source([])
 
 
+def test_caffe2_source_names_the_record_of_an_lmdb_read_error(tmp_path):
+    import gc
+
+    c2.write_lmdb(tmp_path / "a", [b"a" * 10, b"b" * 20000, b"c" * 10])  # record 1 on overflow pages
+    c2.write_lmdb(tmp_path / "b", [b"d"])
+    single = c2.Caffe2Source(tmp_path / "a")
+    both = c2.Caffe2Source([tmp_path / "a", tmp_path / "b"])
+    # Damage the database under the open sources: the leaf node of key 00000001 holds the
+    # key, then the number of its first overflow page; point that past the last page.
+    mdb = tmp_path / "a" / "data.mdb"
+    at = mdb.read_bytes().find(b"00000001") + 8
+    with open(mdb, "r+b") as f:
+        f.seek(at)
+        f.write(struct.pack("<Q", 10**6))
+    match = r"a: record 1 \(key b'00000001'\): reading the record failed .*MDB_PAGE_NOTFOUND"
+    with pytest.raises(ValueError, match=match):
+        single.read(1)
+    with pytest.raises(ValueError, match=match):
+        single.read_many([0, 2, 1])
+    with pytest.raises(ValueError, match=match):
+        both.read_many([3, 0, 1])
+    assert single.read_many([2, 0]) == [b"c" * 10, b"a" * 10]
+    assert both.read_many([3, 2]) == [b"d", b"c" * 10]
+    del single, both
+    gc.collect()
+    assert os.path.realpath(tmp_path / "a") not in c2._ENVS
+    with pytest.raises(ValueError, match=r"a: corrupt LMDB database, listing its keys failed: .*MDB_PAGE_NOTFOUND"):
+        c2.Caffe2Source(tmp_path / "a")
+
+
 # ---------------------------------------------------------------- TFRecord framing and index
 
 
@@ -709,8 +739,14 @@ def test_tfrecord_source_errors(tmp_path):
         tfr.TFRecordSource(tmp_path / "a.tfrecord", tmp_path / "nope.idx")
     with pytest.raises(ValueError, match="2 TFRecord paths but 1 index paths"):
         tfr.TFRecordSource([tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"], [tmp_path / "a.idx"])
-    # An index of another file: lengths disagree with the record header.
-    src = tfr.TFRecordSource(tmp_path / "a.tfrecord", tmp_path / "b.idx")
+    # An index of another file, which ends 2 bytes before this one.
+    with pytest.raises(ValueError, match=r"b.idx does not match .*a.tfrecord: its entries end at byte 60, "
+                                         r"but the file has 62 bytes"):
+        tfr.TFRecordSource(tmp_path / "a.tfrecord", tmp_path / "b.idx")
+    # Entries that tile the file but cut it in the wrong places: lengths disagree with
+    # the record header.
+    (tmp_path / "cut.idx").write_text("0 28\n28 34\n")
+    src = tfr.TFRecordSource(tmp_path / "a.tfrecord", tmp_path / "cut.idx")
     with pytest.raises(ValueError, match=r"a.tfrecord: record 0 \(offset 0\): the index gives length 28"):
         src.read(0)
     src.close()
@@ -725,8 +761,39 @@ def test_tfrecord_source_errors(tmp_path):
         src.read(1)
     src.close()
     (tmp_path / "empty.idx").write_text("")
+    (tmp_path / "empty.tfrecord").write_bytes(b"")
     with pytest.raises(ValueError, match="no records"):
-        tfr.TFRecordSource(tmp_path / "a.tfrecord", tmp_path / "empty.idx")
+        tfr.TFRecordSource(tmp_path / "empty.tfrecord", tmp_path / "empty.idx")
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("0 21\n21 23\n", "its entries end at byte 44, but the file has 69 bytes"),  # stale: too few
+        ("", "its entries end at byte 0, but the file has 69 bytes"),
+        ("0 21\n44 25\n", "bytes 21 to 44 of the file are in no entry"),
+        ("21 23\n44 25\n", "bytes 0 to 21 of the file are in no entry"),
+        ("0 21\n21 23\n0 21\n44 25\n", "the entry at offset 0 overlaps the one before it"),
+    ],
+)
+def test_tfrecord_index_must_cover_its_file(tmp_path, text, what):
+    import re
+
+    tfr.write_tfrecord(tmp_path / "a.tfrecord", [b"x" * 5, b"y" * 7, b"z" * 9])  # 21 + 23 + 25 bytes
+    tfr.write_index(tfr.write_tfrecord(tmp_path / "b.tfrecord", [b"w"]), tmp_path / "b.idx")
+    (tmp_path / "a.idx").write_text(text)
+    match = re.escape(f"{tmp_path / 'a.idx'} does not match {tmp_path / 'a.tfrecord'}: {what} (a stale index?")
+    with pytest.raises(ValueError, match=match):
+        tfr.TFRecordSource(tmp_path / "a.tfrecord", tmp_path / "a.idx")
+    with pytest.raises(ValueError, match=match):  # also one bad index among several
+        tfr.TFRecordSource([tmp_path / "b.tfrecord", tmp_path / "a.tfrecord"], [tmp_path / "b.idx", tmp_path / "a.idx"])
+
+
+def test_tfrecord_index_in_any_order(tmp_path):
+    tfr.write_tfrecord(tmp_path / "a.tfrecord", [b"x" * 5, b"y" * 7, b"z" * 9])
+    (tmp_path / "a.idx").write_text("44 25\n0 21\n21 23\n")
+    with tfr.TFRecordSource(tmp_path / "a.tfrecord", tmp_path / "a.idx") as src:
+        assert [src.read(i) for i in range(3)] == [b"z" * 9, b"x" * 5, b"y" * 7]
 
 
 # ---------------------------------------------------------------- tf.train.Example

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 
@@ -397,6 +398,68 @@ def test_caffe2_errors(tmp_path, caffe2_db):
         next(it)
 
 
+# Opens each truncated copy named on the command line, then a database truncated while a
+# source holds its (cached) environment; prints each error. A read past the end of
+# data.mdb would kill this process with SIGBUS, so it runs apart from pytest.
+_OPEN_TRUNCATED = """
+import os, sys
+import ndd
+from ndd_readers import _caffe2 as c2
+
+def attempt(path):
+    try:
+        r = ndd.readers.Caffe2(path=path)
+        print("READ", sum(len(b[1]) for b in r.next_epoch(batch_size=7)))
+    except ValueError as e:
+        print("ValueError", e)
+
+for path in sys.argv[2:]:
+    attempt(path)
+held = c2.Caffe2Source(sys.argv[1])
+for pages in (3, 1):  # the second cut leaves less than LMDB's two meta pages
+    os.truncate(os.path.join(sys.argv[1], "data.mdb"), held._envs[0].stat()["psize"] * pages)
+    attempt(sys.argv[1])
+"""
+
+
+def test_truncated_lmdb_raises_naming_the_file_and_sizes(tmp_path):
+    import mmap
+    import subprocess
+    import sys
+
+    # small records on branch and leaf pages, and large ones on overflow pages
+    recs = [(payload(i % 50) * (400 if i % 10 == 0 else 1), i) for i in range(300)]
+    c2.write_caffe2_lmdb(tmp_path / "db", recs)
+    data = (tmp_path / "db" / "data.mdb").read_bytes()
+    full = len(data)
+    sizes = [int(full * f) for f in (0.3, 0.5, 0.75, 0.9, 0.99)] + [full - 1]
+    paths = []
+    for size in sizes:
+        (tmp_path / f"t{size}").mkdir()
+        (tmp_path / f"t{size}" / "data.mdb").write_bytes(data[:size])
+        paths.append(str(tmp_path / f"t{size}"))
+    run = subprocess.run([sys.executable, "-c", _OPEN_TRUNCATED, str(tmp_path / "db"), *paths],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-2000:]}"
+    lines = run.stdout.splitlines()
+    assert len(lines) == len(sizes) + 2, run.stdout
+    held = str(tmp_path / "db")
+    for line, path, size in zip(lines[:-1], paths + [held], sizes + [3 * mmap.PAGESIZE], strict=True):
+        assert line == (f"ValueError {path}/data.mdb is {size} bytes, but the database needs {full} "
+                        "bytes (the file is truncated or was copied incompletely)")
+    assert lines[-1] == (f"ValueError {held}/data.mdb is {mmap.PAGESIZE} bytes, too short to hold an "
+                         "LMDB database (truncated?)")
+
+
+def test_lmdb_data_file_larger_than_the_database_reads(caffe2_db):
+    """A data.mdb longer than its pages (as LMDB's writemap mode leaves it) is fine."""
+    mdb = caffe2_db / "data.mdb"
+    os.truncate(mdb, mdb.stat().st_size + (1 << 20))
+    imgs, labels = next(iter(ndd.readers.Caffe2(path=caffe2_db).next_epoch(batch_size=10)))
+    assert [bytes(np.asarray(x)) for x in imgs] == [payload(i) for i in range(10)]
+    assert sum(as_list(labels), []) == LABELS
+
+
 # -- TFRecord ------------------------------------------------------------------------------
 def test_tfrecord_dict_outputs(tfrecord_file):
     path, index = tfrecord_file
@@ -426,13 +489,30 @@ def test_tfrecord_errors(tfrecord_file, tmp_path):
         ndd.readers.TFRecord(path=path, index_path=index)
     with pytest.raises(ValueError, match="index file per TFRecord file"):
         ndd.readers.TFRecord(path=[path, path], index_path=index, features=feats)
-    short = tmp_path / "short.idx"
-    short.write_text("0 30\n")
+    cut = tmp_path / "cut.idx"  # covers the file, but not at its record boundaries
+    cut.write_text(f"0 30\n30 {path.stat().st_size - 30}\n")
     with pytest.raises(ValueError, match=r"data.tfrecord: record 0 .*index gives length 30"):
-        ndd.readers.TFRecord(path=path, index_path=short, features=feats)
+        ndd.readers.TFRecord(path=path, index_path=cut, features=feats)
     with pytest.raises(ValueError, match=r"data.tfrecord: record 0 .*'nope' is missing"):
         ndd.readers.TFRecord(path=path, index_path=index,
                              features={"nope": ndd.tfrecord.FixedLenFeature([1], ndd.tfrecord.int64)})
+
+
+def test_tfrecord_stale_index_raises_instead_of_a_short_epoch(tmp_path):
+    """The file is regenerated with more records, but its old index is kept."""
+    from ndd_readers import writers
+
+    path, old, fresh = tmp_path / "d.tfrecord", tmp_path / "old.idx", tmp_path / "fresh.idx"
+    feats = {"label": ndd.tfrecord.FixedLenFeature([1], ndd.tfrecord.int64, -1)}
+    writers.write_tfrecord(path, [{"label": [i]} for i in range(3)], index_path=old)
+    writers.write_tfrecord(path, [{"label": [i]} for i in range(12)], index_path=fresh)
+    old_end, size = int(tfr.read_index(old)[-1].sum()), path.stat().st_size
+    assert 0 < old_end < size
+    with pytest.raises(ValueError, match=rf"old.idx does not match .*d.tfrecord: its entries end at byte "
+                                         rf"{old_end}, but the file has {size} bytes"):
+        ndd.readers.TFRecord(path=path, index_path=old, features=feats)
+    r = ndd.readers.TFRecord(path=path, index_path=fresh, features=feats)
+    assert sum((as_list(b["label"]) for b in r.next_epoch(batch_size=4)), []) == [[i] for i in range(12)]
 
 
 def test_tfrecord2idx_console_script(tfrecord_file, tmp_path):

@@ -28,6 +28,7 @@ decoded by the hand-written :mod:`._protowire`.
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import threading
 import weakref
@@ -426,8 +427,11 @@ class Caffe2Source:
             for path in self.paths:
                 env = _open_env(path)
                 self._envs.append(env)
-                with env.begin() as txn:
-                    keys = list(txn.cursor().iternext(keys=True, values=False))
+                try:
+                    with env.begin() as txn:
+                        keys = list(txn.cursor().iternext(keys=True, values=False))
+                except lmdb.Error as e:
+                    raise ValueError(f"{path}: corrupt LMDB database, listing its keys failed: {e}") from None
                 if not keys:
                     raise ValueError(f"{path}: the LMDB database is empty")
                 self._keys.append(keys)
@@ -463,8 +467,11 @@ class Caffe2Source:
             raise RuntimeError("Caffe2Source is closed")
         e, j = self._locate(i)
         key = self._keys[e][j]
-        with self._envs[e].begin() as txn:
-            value = txn.get(key)
+        try:
+            with self._envs[e].begin() as txn:
+                value = txn.get(key)
+        except lmdb.Error as err:
+            raise self._read_error(i, err) from None
         if value is None:
             raise RuntimeError(f"{self.describe(i)} is no longer in the database")
         return value
@@ -479,24 +486,32 @@ class Caffe2Source:
             raise RuntimeError("Caffe2Source is closed")
         if not indices:
             return []
-        if len(self._envs) == 1 and 0 <= min(indices) and max(indices) < self._len:
-            keys = self._keys[0]
-            with self._envs[0].begin() as txn:
-                get = txn.get
-                return [get(keys[i]) for i in indices]
-        txns: dict[int, lmdb.Transaction] = {}
         try:
-            out = []
-            for i in indices:
-                e, j = self._locate(i)
-                txn = txns.get(e)
-                if txn is None:
-                    txn = txns[e] = self._envs[e].begin()
-                out.append(txn.get(self._keys[e][j]))
-            return out
-        finally:
-            for txn in txns.values():
-                txn.abort()
+            if len(self._envs) == 1 and 0 <= min(indices) and max(indices) < self._len:
+                keys = self._keys[0]
+                with self._envs[0].begin() as txn:
+                    get = txn.get
+                    return [get(keys[i]) for i in indices]
+            txns: dict[int, lmdb.Transaction] = {}
+            try:
+                out = []
+                for i in indices:
+                    e, j = self._locate(i)
+                    txn = txns.get(e)
+                    if txn is None:
+                        txn = txns[e] = self._envs[e].begin()
+                    out.append(txn.get(self._keys[e][j]))
+                return out
+            finally:
+                for txn in txns.values():
+                    txn.abort()
+        except lmdb.Error as err:
+            for i in indices:  # one by one: the failing record's own error names it
+                self.read(i)
+            raise self._read_error(indices[0], err) from None
+
+    def _read_error(self, i: int, err: lmdb.Error) -> ValueError:
+        return ValueError(f"{self.describe(i)}: reading the record failed (corrupt LMDB database?): {err}")
 
     def close(self) -> None:
         """Let go of the environments; further reads raise ``RuntimeError``. An environment
@@ -525,7 +540,9 @@ def _open_env(path: str) -> lmdb.Environment:
     with _ENVS_LOCK:
         env = _ENVS.get(key)
         if env is None:
-            env = _ENVS[key] = _open_new_env(path)
+            env = _open_new_env(path)
+        _check_size(path, env)  # also for a cached environment: the file may have shrunk since
+        _ENVS[key] = env
         return env
 
 
@@ -538,6 +555,30 @@ def _open_new_env(path: str) -> lmdb.Environment:
         return lmdb.open(path, readonly=True, lock=False, readahead=False, create=False, max_dbs=0)
     except lmdb.Error as e:
         raise ValueError(f"{path}: not a readable LMDB environment: {e}") from None
+
+
+def _check_size(path: str, env: lmdb.Environment) -> None:
+    """Raise ``ValueError`` when data.mdb is shorter than the pages the database uses.
+
+    LMDB reads pages through a memory map: touching a page past the end of a truncated
+    file kills the process with SIGBUS, and a page cut short reads as zeros.  LMDB itself
+    refuses page numbers above ``last_pgno``, so a file of ``last_pgno + 1`` pages is safe.
+    Reading ``last_pgno`` touches the two meta pages, so a shorter file is refused first
+    (it matters for a cached environment whose file shrank after it was mapped).
+    """
+    data = os.path.join(path, "data.mdb")
+    try:
+        size = os.path.getsize(data)
+        if size < 2 * mmap.PAGESIZE:
+            raise ValueError(f"{data} is {size} bytes, too short to hold an LMDB database (truncated?)")
+        need = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+    except (OSError, lmdb.Error) as e:
+        raise ValueError(f"{path}: not a readable LMDB environment: {e}") from None
+    if size < need:
+        raise ValueError(
+            f"{data} is {size} bytes, but the database needs {need} bytes "
+            "(the file is truncated or was copied incompletely)"
+        )
 
 
 # ---------------------------------------------------------------- writers

@@ -439,11 +439,35 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ---------------------------------------------------------------- record source
 
 
+def _check_coverage(path: str, index_path: str, idx: np.ndarray, size: int) -> None:
+    """Raise ``ValueError`` unless the entries of ``idx`` (in any order) tile the
+    ``size``-byte file from its first byte to its last: a stale index, or one of another
+    file, would otherwise give a short epoch or records cut at the wrong places."""
+    rows = idx[np.argsort(idx[:, 0], kind="stable")]
+    starts, ends = rows[:, 0], rows[:, 0] + rows[:, 1]
+    expected = np.concatenate([[0], ends[:-1]])
+    bad = np.flatnonzero(starts != expected)
+    covered = int(ends[-1]) if len(rows) else 0
+    if len(bad):
+        k = int(bad[0])
+        if starts[k] > expected[k]:
+            what = f"bytes {expected[k]} to {starts[k]} of the file are in no entry"
+        else:
+            what = f"the entry at offset {starts[k]} overlaps the one before it"
+    elif covered != size:
+        what = f"its entries end at byte {covered}, but the file has {size} bytes"
+    else:
+        return
+    raise ValueError(f"{index_path} does not match {path}: {what} (a stale index? regenerate it "
+                     "with ndd-tfrecord2idx)")
+
+
 class TFRecordSource:
     """Random access to the payloads of TFRecord files through their index files.
 
-    ``read`` uses ``os.pread``, which does not move a shared file position, so it
-    is safe to call from many threads.
+    Each index must list every record of its file, in any order (``ValueError``
+    otherwise).  ``read`` uses ``os.pread``, which does not move a shared file
+    position, so it is safe to call from many threads.
     """
 
     def __init__(
@@ -485,6 +509,7 @@ class TFRecordSource:
                         f"{idx[j, 1]} runs past the end of the {size}-byte file "
                         f"(truncated file, or {ipath} does not belong to it)"
                     )
+                _check_coverage(path, ipath, idx, size)
                 tables.append(np.column_stack([idx, np.full(len(idx), fi), np.arange(len(idx))]))
         except BaseException:
             self.close()

@@ -48,7 +48,8 @@ class TFRecord(StreamReader):
     """Reads TFRecord files: yields a dict ``{feature name: Batch}`` (or Tensors).
 
     ``index_path`` gives one index file per file of ``path`` (write them with
-    ``ndd-tfrecord2idx`` or :func:`ndd.tfrecord.write_index`); ``features`` maps names to
+    ``ndd-tfrecord2idx`` or :func:`ndd.tfrecord.write_index`), listing every record of
+    its file (an index that does not raises ValueError); ``features`` maps names to
     ``ndd.tfrecord.FixedLenFeature`` / ``VarLenFeature``. Strings come out as uint8
     bytes. CRCs are not checked (as in DALI). See :class:`StreamReader` for the epoch,
     read-ahead and state rules.
