@@ -316,3 +316,36 @@ def test_step_transport_round_trip(shared):
         child.close()
         if shared:
             os.close(fd)
+
+
+@pytest.mark.parametrize("processes", [0, 2])
+def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, processes):
+    """A corrupt record fails its step mid-epoch; the caller catches the error and calls
+    next_epoch again: capture mode goes on after the failed batch, as eager mode does
+    (neither from the traced step nor past the pipeline's read-ahead)."""
+    import cv2
+
+    from ndd_readers._caffe2 import write_caffe2_lmdb
+
+    jpeg = cv2.imencode(".jpg", np.full((8, 8), 128, np.uint8))[1].tobytes()
+    write_caffe2_lmdb(str(tmp_path), [(b"not a jpeg" if i == 21 else jpeg, i) for i in range(48)])
+    runs = {}
+    ndd.capture.set_worker_processes(processes)
+    try:
+        for capture in (False, True):
+            reader = ndd.readers.Caffe2(path=str(tmp_path))
+            firsts, errors = [], []
+            for _ in range(2):
+                try:
+                    for jpegs, labels in reader.next_epoch(batch_size=4, capture=capture):
+                        ndd.decoders.image(jpegs).evaluate()
+                        lab = ndd.cast(labels, dtype=ndd.int64)  # alone on its line: Python 3.10 too
+                        firsts.append(int(np.array(ndd.as_tensor(lab)).ravel()[0]))
+                except ValueError as e:
+                    errors.append(str(e) + str(e.__cause__))
+            runs[capture] = firsts, errors
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert runs[False][0] == [0, 4, 8, 12, 16, 24, 28, 32, 36, 40, 44]
+    assert runs[True][0] == runs[False][0]
+    assert len(runs[True][1]) == 1 and "sample 1" in runs[True][1][0]

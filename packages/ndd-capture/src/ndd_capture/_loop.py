@@ -944,6 +944,13 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
     if loop is not None and loop.batch_size != batch_size:
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
     if loop is None or loop.invalid:
+        if loop is not None:  # torn down by an error: go on after the last step it delivered
+            reader._before_restore.remove(loop.restart_source)
+            if loop.source is not None:
+                loop.source.close()
+            if reader._loop_state is not None:  # (its read-ahead moved the reader further)
+                reader._restore(reader._loop_state)
+                reader._loop_state = None
         loop = CaptureLoop(batch_size, ctx or EvalContext.current(), capture == "strict", _settings["depth"])
         loop.given_ctx = ctx is not None
         loop.reader = reader
@@ -972,7 +979,13 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             item = loop.carry if loop.carry is not None else loop.worker.get()
             loop.carry = None
             if isinstance(item, Failure):
+                if item.extra is not None and epoch is not None and item.extra[0] != epoch:
+                    loop.carry = item  # a step of the next epoch failed: raised there
+                    _print_report(loop)
+                    return
                 loop._teardown("pipeline error")
+                if item.extra is not None:  # the failed step's batch was read, as in eager mode
+                    reader._loop_state = item.extra[1]
                 raise item.error
             if item is END:
                 _print_report(loop)

@@ -25,12 +25,15 @@ _PARK_AFTER_S = 0.5
 
 
 class Failure:
-    """An exception raised while reading or computing a step, delivered in order."""
+    """An exception raised while reading or computing a step, delivered in order; ``extra``
+    is the step's tag from the source (for a reader, its epoch and the reader's state after
+    the step's batch) when the step was read, else None."""
 
-    __slots__ = ("error",)
+    __slots__ = ("error", "extra")
 
-    def __init__(self, error: BaseException) -> None:
+    def __init__(self, error: BaseException, extra: Any = None) -> None:
         self.error = error
+        self.extra = extra
 
 
 END = object()  # the source is exhausted
@@ -117,13 +120,15 @@ class Worker:
                     self._file(k, END, finished=True)
                     continue
                 except BaseException as e:  # noqa: BLE001 - delivered to the consumer
-                    self._file(k, Failure(e), finished=True)
+                    item = Failure(e)
+                if isinstance(item, Failure):  # (a source may also hand one over as an item)
+                    self._file(k, item, finished=True)
                     continue
             t0 = time.perf_counter()
             try:
                 out = self._compute(item, k)
             except BaseException as e:  # noqa: BLE001 - delivered to the consumer
-                out = Failure(e)
+                out = Failure(e, item[0])
             with self._cv:
                 self._results[k] = out
                 if self._timed < _PROBE_STEPS:

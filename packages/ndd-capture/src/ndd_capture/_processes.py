@@ -160,6 +160,7 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
 
         takes_skip = "skip" in inspect.signature(reader._epoch).parameters
         stream = _continuous(reader, spec["batch_size"], skip if takes_skip else None)
+        step_extra = None  # the tag of the step being computed (sent with its error)
         for k, (extra, outs) in enumerate(stream, start=-taken):
             if k < start or k % workers != j:
                 continue
@@ -175,20 +176,22 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
                     continue
                 allowance += len(credit)
             allowance -= 1
+            step_extra = extra
             flat, _ = _flatten(outs)
             src = [b._batch_data() for b in flat]
             vals = run_step(spec["nodes"], spec["rngs"], src, k)
             if graph is not None:
                 worker_host_pass(graph, vals, k)
             send_step(conn, shared, k // workers, extra, vals)
+            step_extra = None
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     except BaseException as e:  # noqa: BLE001 - sent to the parent
         text = traceback.format_exc()
         try:
-            conn.send(("err", e, text))
+            conn.send(("err", e, text, step_extra))
         except Exception:  # noqa: BLE001 - the exception itself does not pickle
-            conn.send(("err", RuntimeError(f"{type(e).__name__}: {e}"), text))
+            conn.send(("err", RuntimeError(f"{type(e).__name__}: {e}"), text, step_extra))
 
 
 # A step's results travel as one small pickled header plus the raw bytes of each array
@@ -385,7 +388,7 @@ class ProcessWorker:
         if msg[0] == "err":
             err = msg[1]
             err.__cause__ = RuntimeError(f"in capture worker process {j}:\n{msg[2]}")
-            return Failure(err)
+            return Failure(err, msg[3])
         src = vals[0]
         try:
             conn.send_bytes(b"+")
@@ -471,16 +474,17 @@ class OnLoopThread:
         try:
             return self._compute(item, k)
         except BaseException as e:  # noqa: BLE001 - delivered to the loop, like the other workers'
-            return Failure(e)
+            return Failure(e, item[0])
 
     def close(self) -> None:
         self._processes.close()
 
 
 def _host_steps(processes: ProcessWorker) -> Any:
-    """The processes' steps as an iterator (a failure is raised, and so reaches the loop)."""
+    """The processes' steps as an iterator; a failure is the last item (the thread that
+    reads it hands it to the loop as it is)."""
     while True:
         item = processes.get()
-        if isinstance(item, Failure):
-            raise item.error
         yield item
+        if isinstance(item, Failure):
+            return
