@@ -140,6 +140,21 @@ def test_async_error_reraised_on_access(mode, message):
         y.evaluate()
 
 
+@pytest.mark.parametrize("mode", [ndd.EvalMode.eager, ndd.EvalMode.deferred])
+def test_async_error_of_an_input_is_the_cause_of_a_chain(mode):
+    """A failed call read by a later one: the chain's error has the original error as its
+    cause, not a second wrapper (f(g(x)) fails in g)."""
+    from ndd._dispatch import call
+
+    x = _own(np.zeros(2, np.int32))
+    with mode:
+        y = call(PROBE, (call(PROBE, (call(PROBE, (x,), {"fail": True}),), {}),), {})
+    with pytest.raises(KeyError) as info:
+        y.evaluate()
+    cause = info.value.__cause__
+    assert isinstance(cause, KeyError) and "on purpose" in str(cause) and cause.__cause__ is None
+
+
 def test_argument_errors_raise_at_call_in_every_mode():
     x = _own(np.zeros(2, np.int32))
     for mode in ndd.EvalMode:

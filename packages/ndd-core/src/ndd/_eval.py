@@ -147,7 +147,12 @@ class Invocation:
 
 
 def _wrap_async(err: BaseException, mode: EvalMode) -> BaseException:
+    """The error of a deferred call as the caller sees it: the same type, saying that it
+    happened during asynchronous execution, with the original as ``__cause__`` (also when
+    it reached this call through an input's evaluation, already wrapped)."""
     msg = _ASYNC_MESSAGE.get(mode)
+    if getattr(err, "_ndd_async", False) and err.__cause__ is not None:
+        err = err.__cause__
     if msg is None:
         return err
     try:
@@ -155,6 +160,7 @@ def _wrap_async(err: BaseException, mode: EvalMode) -> BaseException:
     except Exception:  # an exception type with an unusual constructor
         return err
     new.__cause__ = err
+    new._ndd_async = True  # type: ignore[attr-defined]
     return new
 
 
