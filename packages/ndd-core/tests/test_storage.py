@@ -1,4 +1,4 @@
-"""BatchData storage: the lazily cut sample list (ours)."""
+"""BatchData storage: the lazily cut sample list and the origin of samples (ours)."""
 
 from __future__ import annotations
 
@@ -66,3 +66,20 @@ def test_a_lazy_dense_array_is_made_once_on_first_use():
     assert made == [1]
     back = pickle.loads(pickle.dumps(LazyBatchData(4, make, dense=True)))
     assert type(back) is BatchData and back.dense.tolist() == arr.tolist()
+
+
+def test_origin_names_a_sample_in_this_process_only():
+    bd = BatchData(samples=[np.zeros(2), np.ones(3)])
+    assert bd.describe(1) == "sample 1"
+    bd.origin = lambda i: f"file{i}.jpg"  # (what a reader sets; a lambda does not pickle)
+    assert bd.describe(1) == "sample 1 (read from file1.jpg)"
+    back = pickle.loads(pickle.dumps(bd))
+    assert back.origin is None and back.describe(0) == "sample 0"
+    assert [s.tolist() for s in back.samples] == [[0.0, 0.0], [1.0, 1.0, 1.0]]
+
+    def closed(i):
+        raise RuntimeError("the reader was closed")
+
+    bd.origin = closed
+    assert bd.describe(0) == "sample 0"
+    assert LazyBatchData(2, lambda: [np.zeros(1)] * 2).describe(1) == "sample 1"

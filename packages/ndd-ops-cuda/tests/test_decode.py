@@ -121,6 +121,17 @@ def test_a_corrupt_sample_is_named():
         ndd.decoders.image(jpegs, device="gpu").evaluate()
 
 
+def test_a_corrupt_sample_is_named_by_its_file(tmp_path):
+    """Read by a reader, the bad sample's error names its file (the host stage keeps the
+    batch's origin), also for a batch of which nvJPEG would take the others."""
+    for i, img in enumerate([encode(smooth_image(80, 80)), encode(smooth_image(20, 20))[:200]]):
+        (tmp_path / f"{i}.jpg").write_bytes(img.tobytes())
+    reader = ndd.readers.File(files=[str(tmp_path / "0.jpg"), str(tmp_path / "1.jpg")])
+    jpegs, _ = next(iter(reader.next_epoch(batch_size=2)))
+    with ndd.EvalMode.sync_cpu, pytest.raises(ValueError, match=r"cannot decode sample 1 \(read from .*1\.jpg"):
+        ndd.decoders.image(jpegs, device="gpu")
+
+
 def test_device_inference_keeps_downstream_on_the_gpu():
     jpegs = ndd.as_batch([encode(smooth_image(28, 28, s)) for s in range(2)])
     images = ndd.decoders.image(jpegs, device="gpu")

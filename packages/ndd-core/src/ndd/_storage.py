@@ -12,16 +12,31 @@ class BatchData:
 
     ``dense`` is one array with a leading batch dimension when the samples share
     a shape (kernels use it for vectorised work); ``samples`` is the list of
-    per-sample arrays (views of ``dense`` when it exists).
+    per-sample arrays (views of ``dense`` when it exists). ``origin`` (ours), when a
+    reader made the batch, names sample ``i``'s file or record for error messages (see
+    :meth:`describe`); it stays in this process (not pickled).
     """
 
-    __slots__ = ("dense", "_samples")
+    __slots__ = ("dense", "_samples", "origin")
 
     def __init__(self, dense: Any = None, samples: list | None = None) -> None:
         if dense is None and samples is None:
             raise ValueError("BatchData needs dense data or a list of samples")
         self.dense = dense
         self._samples = samples
+        self.origin: Any = None
+
+    def __reduce__(self) -> tuple:
+        return BatchData, (self.dense, self._samples)
+
+    def describe(self, i: int) -> str:
+        """``sample i`` for error messages, with its file or record when a reader made it."""
+        if self.origin is not None:
+            try:
+                return f"sample {i} (read from {self.origin(i)})"
+            except Exception:  # noqa: BLE001 - e.g. its reader was closed: the index alone
+                pass
+        return f"sample {i}"
 
     @classmethod
     def of(cls, value: Any) -> BatchData:
@@ -93,6 +108,7 @@ class LazyBatchData(BatchData):
             self.dense = None
         self._make = make
         self._n = n
+        self.origin = None
 
     def __getattr__(self, name: str) -> Any:
         # Only reached while the slot that ``make`` fills is unset: fill it once.

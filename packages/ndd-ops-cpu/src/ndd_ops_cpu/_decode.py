@@ -205,7 +205,7 @@ def _decode_batch(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs,
         try:
             img = decode_one(samples[i], out, fast, orient)
         except DecodeError as e:
-            raise ValueError(f"Operator `{ctx.op}`: cannot decode sample {i}: {e}") from None
+            raise ValueError(f"Operator `{ctx.op}`: cannot decode {inputs[0].describe(i)}: {e}") from None
         if post is not None:
             img = post(i, img)
         return _to_dtype(img, dt)
@@ -221,7 +221,7 @@ def _decode_batch(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs,
 _DENSE_SPACES = {_RGB: ("RGB", 3), _BGR: ("BGR", 3), _GRAY: ("GRAY", 1)}
 
 
-def _decode_dense(ctx: KernelContext, samples: list, args: KernelArgs) -> np.ndarray | None:
+def _decode_dense(ctx: KernelContext, bd: BatchData, args: KernelArgs) -> np.ndarray | None:
     """Decode a batch of JPEGs of one size straight into one (N, H, W, C) uint8 array.
 
     Each image is decoded by libjpeg-turbo into its slice of the output (simplejpeg's
@@ -232,7 +232,7 @@ def _decode_dense(ctx: KernelContext, samples: list, args: KernelArgs) -> np.nda
     itself (not CMYK/YCCK), of one size, upright (EXIF orientation 1 or ignored), and
     the output is RGB, BGR or GRAY uint8. Same libjpeg calls, so the same pixels.
     """
-    out = args["output_type"]
+    out, samples = args["output_type"], bd.samples
     if len(samples) < 2 or out not in _DENSE_SPACES or args["dtype"].numpy_dtype != np.uint8:
         return None
     space, c = _DENSE_SPACES[out]
@@ -267,8 +267,8 @@ def _decode_dense(ctx: KernelContext, samples: list, args: KernelArgs) -> np.nda
             for i in range(lo, hi):
                 decode(data[i], space, fast, buffer=dense[i])
         except ValueError as e:
-            raise ValueError(f"Operator `{ctx.op}`: cannot decode sample {i}: corrupt or truncated JPEG "
-                             f"data ({e})") from None
+            raise ValueError(f"Operator `{ctx.op}`: cannot decode {bd.describe(i)}: corrupt or truncated "
+                             f"JPEG data ({e})") from None
 
     n = len(data)
     k = min(ctx.thread_pool.num_threads, n)
@@ -282,7 +282,7 @@ def _decode_dense(ctx: KernelContext, samples: list, args: KernelArgs) -> np.nda
 
 
 def image_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    dense = _decode_dense(ctx, inputs[0].samples, args)
+    dense = _decode_dense(ctx, inputs[0], args)
     if dense is not None:
         return dense
     imgs = _decode_batch(ctx, inputs, args)

@@ -129,12 +129,13 @@ def _upload(ctx: KernelContext, value: Any) -> Any:
     return [BACKEND.to_device(s, dev, ctx.eval_context) for s in bd.samples]
 
 
-def _decode_one_on_cpu(ctx: KernelContext, kernel: Any, data: np.ndarray, i: int, args: KernelArgs) -> Any:
+def _decode_one_on_cpu(ctx: KernelContext, kernel: Any, bd: BatchData, i: int, args: KernelArgs) -> Any:
+    """Sample ``i`` of ``bd`` decoded by the CPU kernel (errors name it as in the batch)."""
     try:
-        out = kernel(_cpu_context(ctx, 1), [BatchData(samples=[data])], args)
+        out = kernel(_cpu_context(ctx, 1), [BatchData(samples=[bd.samples[i]])], args)
     except ValueError as e:  # the CPU kernel numbers the sample 0: give its place in the batch
         reason = str(e).split("sample 0: ", 1)[-1]
-        raise ValueError(f"Operator `{ctx.op}`: cannot decode sample {i}: {reason}") from None
+        raise ValueError(f"Operator `{ctx.op}`: cannot decode {bd.describe(i)}: {reason}") from None
     return BatchData.of(out).sample(0)
 
 
@@ -171,12 +172,15 @@ def _image_host_stage(ctx: KernelContext, inputs: list[BatchData], args: KernelA
             if info is not None and info[0] * info[1] >= HYBRID_MIN_PIXELS:
                 gpu_idx.append(i)
     kernel = _cpu_kernel(ctx.op)
+    host = BatchData(samples=samples)
+    host.origin = inputs[0].origin  # errors name the reader's file or record
     if not gpu_idx:  # the whole batch in one call of the CPU kernel (its thread pool)
-        staged = BatchData.of(kernel(_cpu_context(ctx, len(samples)), [BatchData(samples=samples)], args))
+        staged = BatchData.of(kernel(_cpu_context(ctx, len(samples)), [host], args))
     else:
         on_gpu = set(gpu_idx)
-        staged = BatchData(samples=[s if i in on_gpu else _decode_one_on_cpu(ctx, kernel, s, i, args)
+        staged = BatchData(samples=[s if i in on_gpu else _decode_one_on_cpu(ctx, kernel, host, i, args)
                                     for i, s in enumerate(samples)])
+    staged.origin = host.origin
     return [staged, BatchData(dense=np.array(gpu_idx, np.int64))]
 
 
@@ -210,7 +214,7 @@ def _image_device_stage(ctx: KernelContext, staged: list[BatchData], args: Kerne
         results: list[Any] = [None] * len(samples)
         for n, i in enumerate(gpu_idx):
             results[i] = (_to_hwc([decoded[n]], out, dtype)[0] if decoded is not None
-                          else _decode_one_on_cpu(ctx, kernel, samples[i], i, args))
+                          else _decode_one_on_cpu(ctx, kernel, data, i, args))
         for i, s in enumerate(samples):
             if results[i] is None or isinstance(results[i], np.ndarray):
                 results[i] = BACKEND.to_device(s if results[i] is None else results[i], dev, ctx.eval_context)

@@ -76,6 +76,19 @@ class Dataset:
         """Release files and handles."""
 
 
+class _Origin:
+    """``origin(i)``: the file or record of sample ``i`` of a batch (BatchData.origin), named
+    only when an error message asks."""
+
+    __slots__ = ("ds", "indices")
+
+    def __init__(self, ds: Dataset, indices: list[int]) -> None:
+        self.ds, self.indices = ds, indices
+
+    def __call__(self, i: int) -> str:
+        return self.ds.describe(self.indices[i])
+
+
 def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
     """Read ``indices`` and wrap them as a tuple (or dict) of Batches or of Tensors."""
     if not batch_mode:
@@ -85,10 +98,13 @@ def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
     else:
         cols = ds.read_many(indices)
         layouts = ds.layouts or (None,) * len(cols)
+        origin = _Origin(ds, indices)
         outs = []
         for k, (col, lay) in enumerate(zip(cols, layouts)):
             if isinstance(col, np.ndarray):  # already dense (the dataset checked the samples)
-                outs.append(Batch._wrap(BatchData(dense=col), _dt(col), lay, CPU, col.ndim - 1, len(col)))
+                data = BatchData(dense=col)
+                data.origin = origin
+                outs.append(Batch._wrap(data, _dt(col), lay, CPU, col.ndim - 1, len(col)))
                 continue
             a0 = col[0]
             dtype, ndim, shape = a0.dtype, a0.ndim, a0.shape
@@ -105,6 +121,7 @@ def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
             # stacked once here on the read-ahead thread, so kernels downstream take their
             # vectorised paths; ragged outputs (encoded images) stay a list.
             data = BatchData(dense=np.stack(col)) if same_shape else BatchData(samples=col)
+            data.origin = origin
             outs.append(Batch._wrap(data, _dt(a0), lay, CPU, ndim, len(col)))
         outs = tuple(outs)
     if ds.names is not None:
