@@ -1,5 +1,6 @@
 """All ndd distributions installed together: every plugin loads and the layering holds."""
 
+import importlib
 import pathlib
 import runpy
 
@@ -22,6 +23,20 @@ def test_extensions_resolve():
     import ndd.checkpoint
 
     assert ndd.capture.__name__ == "ndd_capture" and ndd.checkpoint.__name__ == "ndd_checkpoint"
+
+
+def test_an_extension_submodule_is_the_extension_own():
+    """``ndd.capture._invariant`` (where DALI's tests import helpers from) is the module
+    capture itself uses, not a second copy whose marker class capture would not know."""
+    import ndd.capture._invariant as alias
+    import ndd_capture._invariant
+    from ndd.capture._invariant import is_invariant, unwrap_invariant
+
+    assert alias is ndd_capture._invariant
+    p = ndd.capture.invariant(3)
+    assert is_invariant(p) and type(unwrap_invariant(p)) is int
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("ndd.capture._no_such_module")
 
 
 def test_layering_script_passes():

@@ -50,6 +50,7 @@ del _name
 from . import math, random, readers  # noqa: E402  (after the core names they use)
 
 _sys.meta_path.append(_ops.ExtensionFinder())
+_sys.meta_path.insert(0, _ops.ExtensionSubmoduleFinder())
 
 
 def __getattr__(name: str) -> _Any:

@@ -145,18 +145,20 @@ def module_getattr(path: str) -> Callable[[str], Any]:
 
 
 class _ExtensionLoader(importlib.abc.Loader):
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, sub: str = "") -> None:
+        self.name, self.sub = name, sub
 
     def create_module(self, spec: Any) -> ModuleType:
-        return _plugins.extension(self.name)
+        ext = _plugins.extension(self.name)
+        return importlib.import_module(f"{ext.__name__}.{self.sub}") if self.sub else ext
 
     def exec_module(self, module: ModuleType) -> None:
         pass
 
 
 class ExtensionFinder(importlib.abc.MetaPathFinder):
-    """Makes ``import ndd.capture`` find the module of the ``capture`` extension."""
+    """Makes ``import ndd.capture`` find the module of the ``capture`` extension (last on
+    ``sys.meta_path``: ndd's own subpackages come first)."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if not fullname.startswith("ndd.") or fullname.count(".") != 1:
@@ -165,3 +167,18 @@ class ExtensionFinder(importlib.abc.MetaPathFinder):
         if name not in _plugins.KNOWN_EXTENSIONS and not _plugins.has_extension(name):
             return None
         return importlib.util.spec_from_loader(fullname, _ExtensionLoader(name))
+
+
+class ExtensionSubmoduleFinder(importlib.abc.MetaPathFinder):
+    """Makes ``import ndd.capture._invariant`` give the extension's own submodule
+    (``ndd_capture._invariant``), not a second copy loaded under the other name (first on
+    ``sys.meta_path``, before the finder that would load that copy)."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if not fullname.startswith("ndd.") or fullname.count(".") < 2:
+            return None
+        name, _, sub = fullname[4:].partition(".")
+        parent = sys.modules.get("ndd." + name)
+        if parent is None or parent.__name__ == "ndd." + name:  # not an extension: ndd's own
+            return None
+        return importlib.util.spec_from_loader(fullname, _ExtensionLoader(name, sub))
