@@ -203,7 +203,8 @@ def test_a_corrupt_record_fails_the_same_way_in_a_split_pipeline(tmp_path):
         root = root.__cause__
     # record 13 is sample 5 of the second batch; capture mode raises the error itself
     assert str(captured.value) == str(root)
-    assert str(root).startswith("Operator `decoders.image`: cannot decode sample 5: corrupt or truncated JPEG")
+    assert str(root).startswith(f"Operator `decoders.image`: cannot decode sample 5 (read from {tmp_path}: record 13 "
+                                "(key ") and "corrupt or truncated JPEG" in str(root)
 
 
 def test_resume_a_split_gpu_loop_from_a_mid_epoch_state(lmdb_path):
