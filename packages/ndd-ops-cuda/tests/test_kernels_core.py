@@ -39,6 +39,85 @@ def test_cast(shapes, src, dst):
     assert_equal(*run_both(lambda x: ndd.cast(x, dtype=dst), b)[:2])
 
 
+def _saturated(a: np.ndarray, dst) -> np.ndarray:
+    """Independent reference of DALI's ConvertSat: np.modf rounding (ties away from zero),
+    NaN to 0, np.clip in float64 (exact for targets of up to 32 bits)."""
+    info = np.iinfo(np.dtype(dst))
+    if a.dtype.kind == "f":
+        frac, whole = np.modf(a.astype(np.float64))
+        r = whole + (frac >= 0.5) - (frac <= -0.5)
+        return np.clip(np.where(np.isnan(r), 0, r), info.min, info.max).astype(dst)
+    return np.clip(a.astype(np.float64), info.min, info.max).astype(dst)
+
+
+def _out_of_range(seed: int, shapes, src, dst) -> list[np.ndarray]:
+    """Values over twice the target's range, with ties, NaN and infinities sprinkled in."""
+    info = np.iinfo(dst.numpy_dtype)
+    rng = np.random.default_rng(seed)
+    lo, hi = float(info.min), float(info.max)
+    span = hi - lo
+    out = []
+    for s in shapes:
+        if np.dtype(src).kind == "f":
+            x = rng.uniform(lo - span / 2, hi + span / 2, s)
+            flat = x.reshape(-1)
+            flat[::5] = np.round(flat[::5]) + 0.5  # ties
+            flat[1:4] = [np.nan, np.inf, -np.inf]
+            flat[4:8] = [hi + 0.5, lo - 0.5, hi - 0.5, lo + 0.5]
+        else:
+            si = np.iinfo(src)
+            x = rng.integers(max(si.min, int(lo - span)), min(si.max, int(hi + span)), s, endpoint=True)
+        out.append(x.astype(src))
+    return out
+
+
+@pytest.mark.parametrize("shapes", [UNIFORM, RAGGED])
+@pytest.mark.parametrize("src,dst", [(s, d) for s in (np.float32, np.float64)
+                                     for d in (ndd.uint8, ndd.int8, ndd.int16, ndd.int32, ndd.uint16)]
+                         + [(np.int32, ndd.uint8), (np.int32, ndd.int8), (np.int32, ndd.int16),
+                            (np.int64, ndd.uint8), (np.int64, ndd.int8), (np.int64, ndd.int16),
+                            (np.uint8, ndd.int8), (np.float16, ndd.int8), (np.uint16, ndd.int8),
+                            (np.uint32, ndd.int16)])
+def test_cast_saturates_like_the_cpu(shapes, src, dst):
+    # DALI's Cast (ConvertSat): rounded, ties away from zero, clamped, NaN -> 0; the GPU
+    # kernel gives the CPU kernel's values bit for bit
+    xs = _out_of_range(11, shapes, src, dst)
+    ref, got, _ = run_both(lambda x: ndd.cast(x, dtype=dst), batch(xs))
+    assert_equal(ref, got)
+    assert_equal([_saturated(x, dst.numpy_dtype) for x in xs], got)
+
+
+@pytest.mark.parametrize("src", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("dst", [ndd.int32, ndd.uint32, ndd.int64, ndd.uint64])
+def test_cast_saturates_wide_targets(src, dst):
+    # dst's maximum is no src float (float32(2**31 - 1) == 2**31): clamped below, fixed up
+    info = np.iinfo(dst.numpy_dtype)
+    f = np.dtype(src).type
+    with np.errstate(over="ignore"):
+        top, bottom = f(info.max), f(info.min)
+        vals = [top, np.nextafter(top, f(0)), np.nextafter(top, f(np.inf)), bottom,
+                np.nextafter(bottom, f(-np.inf)), np.finfo(src).max, np.finfo(src).min,
+                np.inf, -np.inf, np.nan, 2.5, -2.5, 0.49, 0.0]
+        x = np.array([float(v) for v in vals], src)
+    ref, got, _ = run_both(lambda b: ndd.cast(b, dtype=dst), batch([x, x[::-1].copy()]))
+    assert_equal(ref, got)
+
+
+def test_cast_saturates_unsigned_sources():
+    # torch has no comparisons for uint16/32/64: the kernel clamps them as wider ints
+    for src, dst in [(np.uint64, ndd.int64), (np.uint64, ndd.uint8), (np.uint64, ndd.uint32),
+                     (np.uint32, ndd.int32), (np.uint16, ndd.int16), (np.int64, ndd.uint64),
+                     (np.int32, ndd.uint16)]:
+        si = np.iinfo(src)
+        vals = [v for v in (0, 5, 200, 70000, 2**31, 2**32 - 1, 2**63, 2**64 - 1, -1, -70000)
+                if si.min <= v <= si.max]
+        x = np.array(vals, src)
+        ref, got, _ = run_both(lambda b, dt=dst: ndd.cast(b, dtype=dt), batch([x, x[::-1].copy()]))
+        assert_equal(ref, got)
+        info = np.iinfo(dst.numpy_dtype)
+        assert got[0].tolist() == [min(max(v, info.min), info.max) for v in vals]
+
+
 @pytest.mark.parametrize("shapes", [UNIFORM, RAGGED])
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int8, np.float32, np.int64])
 def test_binary_arithmetic(shapes, dtype):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,19 +25,95 @@ def _cast_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     return [OutMeta(args["dtype"], inputs[0].ndim, inputs[0].layout)]
 
 
+# DALI's Cast converts each element with ConvertSat (dali/core/convert.h): a float going to
+# an integer type is rounded to the nearest integer and clamped to the target's range, an
+# integer going to a narrower (or differently signed) integer type is clamped, a NaN
+# becomes 0. Rounding: DALI's CPU backend uses std::round (ties go away from zero), its
+# CUDA kernels __float2int_rn (ties to even), so DALI's two devices differ on exact .5
+# ties. ndd takes the CPU rule, half away from zero, on both devices (core's kernel here
+# and ndd-ops-cuda's, which runs the same plan with torch), so that CPU and GPU agree
+# bit for bit and the CPU results match DALI's CPU operator. Casts to a float type or to
+# bool, and integer casts the target can hold (same type, widening, int -> float), are a
+# plain ``astype`` as before.
+
+
+def cast_plan(src: np.dtype, dst: np.dtype) -> tuple:
+    """How ``cast`` converts elements of ``src`` to ``dst`` (shared by the CPU and GPU kernels):
+
+    * ``("plain",)``: a plain conversion (``astype``): same type, float or bool target,
+      bool source, or an integer target that holds every source value;
+    * ``("clip", lo, hi)``: integers: clamp to ``[lo, hi]`` (Python ints, both in the range
+      of ``src`` and of ``dst``), then convert;
+    * ``("round", work, half, lo, hi, big, top)``: floats to integers, computed in the float
+      type ``work`` (``src``; float32 for float16, whose range some targets exceed, as DALI
+      also converts float16 through float): clamp to ``[lo, hi]`` (integer floats that
+      convert exactly), round with ``trunc(x + copysign(half, x))`` (``half`` is the largest
+      ``work`` float below 0.5: ties go away from zero, and unlike adding 0.5 the addition
+      never carries a value just below a tie over it), NaN to 0, convert; then, when ``big``
+      is not None (``dst``'s maximum is no ``work`` float, e.g. float32 -> int32, so ``hi``
+      is the float below it), ``top`` (that maximum) where ``x >= big``.
+    """
+    return _cast_plan(np.dtype(src), np.dtype(dst))
+
+
+@functools.cache
+def _cast_plan(src: np.dtype, dst: np.dtype) -> tuple:
+    if src == dst or dst.kind not in "iu" or src.kind == "b":
+        return ("plain",)
+    info = np.iinfo(dst)
+    if src.kind in "iu":
+        sinfo = np.iinfo(src)
+        lo, hi = max(info.min, sinfo.min), min(info.max, sinfo.max)
+        return ("plain",) if (lo, hi) == (sinfo.min, sinfo.max) else ("clip", lo, hi)
+    work = np.dtype(np.float32) if src == np.float16 else src
+    f = work.type
+    half = np.nextafter(f(0.5), f(0))
+    lo, hi = f(info.min), f(info.max)  # the minimum (0 or -2**k) is exact
+    big = None
+    if int(hi) > info.max:  # the maximum rounded up (2**k): clamp below it, fix up after
+        big, hi = hi, np.nextafter(hi, f(0))
+    return ("round", work, half, lo, hi, big, info.max)
+
+
+def _saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """``x.astype(dst)`` with DALI's ConvertSat rules (see :func:`cast_plan`)."""
+    plan = _cast_plan(x.dtype, dst)
+    if plan[0] == "plain":
+        return x.astype(dst)
+    if plan[0] == "clip":
+        src = x.dtype.type
+        return np.clip(x, src(plan[1]), src(plan[2])).astype(dst)
+    _, work, half, lo, hi, big, top = plan
+    x = np.asarray(x, dtype=work)
+    r = np.clip(x, lo, hi, out=np.empty_like(x))  # NaN stays NaN; lo and hi are integers,
+    if lo < 0:                                     # so rounding keeps the values in range
+        r += np.copysign(half, r)
+    else:  # non-negative: no sign to copy
+        r += half
+    np.trunc(r, out=r)
+    if np.isnan(np.add.reduce(r, axis=None)):  # finite after the clamp unless a NaN is there
+        r[np.isnan(r)] = 0
+    out = r.astype(dst)
+    if big is not None:
+        out[x >= big] = top
+    return out
+
+
 def _cast_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    npd = args["dtype"].numpy_dtype
+    npd = np.dtype(args["dtype"].numpy_dtype)
     bd = inputs[0]
     if bd.dense is not None:
-        return bd.dense.astype(npd)
-    return [s.astype(npd) for s in bd.samples]
+        return _saturate_cast(bd.dense, npd)
+    return [_saturate_cast(s, npd) for s in bd.samples]
 
 
 CAST = OpSchema(
     "cast",
     args={"dtype": Arg(DTYPE, required=True, doc="output element type")},
     infer=_cast_infer,
-    doc="Convert the elements to ``dtype`` (NumPy casting rules: floats truncate toward zero).",
+    doc="Convert the elements to ``dtype``, saturating as DALI's Cast does: floats going to "
+        "integers are rounded to nearest (ties away from zero) and clamped to the target's "
+        "range (NaN gives 0); integers are clamped to the target's range.",
 )
 
 # -- subscript: Tensor[...] and Batch.slice[...] ---------------------------------

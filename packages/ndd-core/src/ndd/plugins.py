@@ -18,7 +18,7 @@ from typing import Any
 
 from . import _dispatch, _plugins
 from ._arith import result_types as arithm_result_types
-from ._builtins import upload_device, upload_host
+from ._builtins import cast_plan, upload_device, upload_host
 from ._dispatch import KernelArgs, KernelContext, PerSample, invoke
 from ._image_args import (
     RESIZE_FILTER_ARGS,
@@ -63,7 +63,7 @@ from ._storage import BatchData, LazyBatchData
 
 __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
-           "get_op_call_hook", "schemas", "arithm_result_types", "upload_host", "upload_device",
+           "get_op_call_hook", "schemas", "arithm_result_types", "cast_plan", "upload_host", "upload_device",
            # argument handling shared by the image kernels of every device (_image_args)
            "Window", "axis_kinds", "axis_taps", "batch_windows", "brightness_contrast_params", "check_hw_layout",
            "cmn_coefficients", "color_twist_params", "crop_window", "fill_vector", "half_range", "hsv_matrix",

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 import ndd
-from ndd.plugins import BatchData, KernelArgs, KernelContext, arithm_result_types
+from ndd.plugins import BatchData, KernelArgs, KernelContext, arithm_result_types, cast_plan
 
 from ._common import device_of, host_batch, numpy_dtype, stacked, torch_dtype
 
@@ -76,13 +76,45 @@ def on_device(op: str, host_inputs: tuple[int, ...] = ()) -> Callable:
 # -- cast ----------------------------------------------------------------------------------
 
 
+# torch cannot compare or clamp uint16/32/64: clamp them as a wider signed type (uint64 as
+# its int64 bits, where the values past 2**63 read negative).
+_WIDER = {torch.uint16: torch.int32, torch.uint32: torch.int64}
+_SIGNED_BITS = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
+
+def _saturate_cast(x: torch.Tensor, dst: np.dtype, dt: torch.dtype) -> torch.Tensor:
+    """``x`` converted to ``dt`` by core's :func:`ndd._builtins.cast_plan`, the CPU kernel's
+    own rules (DALI's ConvertSat, rounding half away from zero), so the values are identical:
+    only device operations, no value is read back (``cast`` stays graph-pure)."""
+    plan = cast_plan(numpy_dtype(x.dtype), dst)
+    if plan[0] == "plain":
+        return x.to(dt, copy=True)
+    if plan[0] == "clip":
+        _, lo, hi = plan
+        if x.dtype == torch.uint64:  # lo is 0 and hi below 2**63 here
+            s = x.view(torch.int64)
+            return torch.where(s < 0, hi, s.clamp(max=hi)).to(dt)
+        return x.to(_WIDER.get(x.dtype, x.dtype)).clamp(lo, hi).to(dt)
+    _, work, half, lo, hi, big, top = plan
+    x = x.to(torch_dtype(work))  # no copy unless float16
+    r = x.clamp(float(lo), float(hi))  # NaN stays NaN; lo and hi are integers
+    r.add_(torch.full_like(r, float(half)).copysign_(r) if lo < 0 else float(half))
+    out = r.trunc_().nan_to_num_(nan=0.0).to(dt)
+    if big is not None:  # dst's maximum is no ``work`` float: clamped below it, set here
+        bits = _SIGNED_BITS.get(dt)
+        top_bits = int(np.array(top, dst).view(numpy_dtype(bits))) if bits is not None else top
+        (out if bits is None else out.view(bits)).masked_fill_(x >= float(big), top_bits)
+    return out
+
+
 def cast_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    """``.to(dtype)``: like NumPy's astype, floats going to integers truncate toward zero."""
-    dt = torch_dtype(args["dtype"].numpy_dtype)
+    """Core's ``cast`` in torch: a saturating conversion (see :func:`_saturate_cast`)."""
+    dst = np.dtype(args["dtype"].numpy_dtype)
+    dt = torch_dtype(dst)
     bd = inputs[0]
     if bd.dense is not None:
-        return bd.dense.to(dt, copy=True)
-    return [s.to(dt, copy=True) for s in bd.samples]
+        return _saturate_cast(bd.dense, dst, dt)
+    return [_saturate_cast(s, dst, dt) for s in bd.samples]
 
 
 # -- arithmetic ----------------------------------------------------------------------------
