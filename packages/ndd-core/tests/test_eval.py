@@ -278,3 +278,21 @@ def test_checkpoint_property_needs_package():
     except ImportError:
         with pytest.raises(ImportError, match="ndd-checkpoint"):
             ndd.EvalContext().checkpoint  # noqa: B018
+
+
+@pytest.mark.parametrize("mode", list(ndd.EvalMode))
+def test_a_failing_operator_raises_runtime_error_as_dali_does(mode):
+    """A ValueError raised while an operator runs comes out as ndd.OperatorError, which code
+    written for DALI catches as RuntimeError (and ndd's own code as ValueError)."""
+    with mode:
+        try:
+            ndd.reshape(ndd.tensor([1, 2, 3]), shape=[2]).evaluate()
+        except RuntimeError as e:
+            err = e
+    assert isinstance(err, ndd.OperatorError) and isinstance(err, ValueError)
+    root = err.__cause__ if err.__cause__ is not None else err
+    assert type(root) is ndd.OperatorError and "cannot reshape a sample of shape (3,)" in str(root)
+    frames = traceback.extract_tb(root.__traceback__)
+    assert any(f.name == "_reshape_cpu" for f in frames)  # the kernel's own frames are kept
+    with pytest.raises(TypeError):  # argument errors at the call keep their types
+        ndd.reshape(ndd.tensor([1, 2, 3]), shape="x")

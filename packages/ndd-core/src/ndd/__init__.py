@@ -12,6 +12,7 @@ from . import _arith, _ops, _plugins, plugins, types
 from ._batch import Batch
 from ._construct import as_batch, as_tensor, batch, tensor
 from ._device import Device, device
+from ._dispatch import OperatorError
 from ._dtype import (
     DataType,
     DType,

@@ -7,7 +7,7 @@ Capture mode observes and replaces calls through one hook (see
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -186,6 +186,23 @@ def _outputs(out: Any) -> list[BatchData]:
     return [BatchData.of(o) for o in out]
 
 
+class OperatorError(ValueError, RuntimeError):
+    """``ndd.OperatorError`` (ours): a bad value found while an operator ran (a sample
+    that does not decode, a crop window outside its image). A RuntimeError, as DALI
+    raises there, and a ValueError, as ndd's argument checks raise at the call."""
+
+
+def _running(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)``, a kernel or one of its stages; a ValueError it raises comes out as an
+    OperatorError with the same message and traceback."""
+    try:
+        return fn(*args)
+    except ValueError as e:
+        if isinstance(e, RuntimeError):
+            raise
+        raise OperatorError(str(e)).with_traceback(e.__traceback__) from e.__cause__
+
+
 def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
     """Run one operator call under the current EvalMode (the eager path)."""
     op = schema.name
@@ -288,7 +305,7 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
             for name, (spec, b) in batch_args.items():
                 bd = b.cpu()._batch_data() if b._device.device_type != "cpu" else b._batch_data()
                 args[name] = _per_sample(spec, bd)
-        return _outputs(kernel(kc, bds, args))
+        return _outputs(_running(kernel, kc, bds, args))
 
     mode = EvalMode.current()
     inv = Invocation(run, mode, ctx)
@@ -411,8 +428,8 @@ class Plan:
         stages = getattr(self.kernel, "graph_stages", None)
         if stages is None:
             fn = self.kernel if stage is None else self.kernel.device_stage
-            return _outputs(fn(kc, inputs, args))
-        return _outputs(stages[1](kc, inputs, uploaded, args))
+            return _outputs(_running(fn, kc, inputs, args))
+        return _outputs(_running(stages[1], kc, inputs, uploaded, args))
 
     def run(self, inputs: list[BatchData | None], batch_args: dict[str, BatchData],
             random_state: np.ndarray | None = None, stage: str | None = None) -> list[BatchData]:
@@ -427,9 +444,9 @@ class Plan:
         """
         kc, args = self._context(batch_args, random_state)
         if stage == "host":
-            return list(self.kernel.host_stage(kc, inputs, args))
+            return list(_running(self.kernel.host_stage, kc, inputs, args))
         fn = self.kernel if stage is None else self.kernel.device_stage
-        return _outputs(fn(kc, inputs, args))
+        return _outputs(_running(fn, kc, inputs, args))
 
 
 def _rebuild_plan(name: str, args: dict, batch_arg_names: list, layouts: list, out_meta: list,
