@@ -257,6 +257,17 @@ def test_math_float_functions_of_ints_give_float32():
     np.testing.assert_allclose(A(ndd.math.sqrt(4.0)), 2.0)
 
 
+def test_math_takes_dali_parameter_names():
+    x = np.array([-2.5, 0.25, 3.0], np.float32)
+    y = np.array([1.0, -2.0, 2.0], np.float32)
+    tx, ty = ndd.tensor(x), ndd.tensor(y)
+    np.testing.assert_allclose(A(ndd.math.atan2(x=tx, y=ty)), np.arctan2(x, y), rtol=1e-6)
+    np.testing.assert_array_equal(A(ndd.math.min(left=tx, right=ty)), np.minimum(x, y))
+    np.testing.assert_allclose(A(ndd.math.pow(base=tx, exponent=2)), x ** 2, rtol=1e-6)
+    np.testing.assert_array_equal(A(ndd.math.clamp(tx, lo=-1.0, hi=1.0)), np.clip(x, -1, 1))
+    np.testing.assert_allclose(A(ndd.math.fabs(input=tx)), np.abs(x), rtol=1e-6)
+
+
 def test_math_binary_and_clamp():
     x = np.array([-2.5, 0.5, 3.0], np.float32)
     y = np.array([1.0, -2.0, 2.0], np.float32)

@@ -1,7 +1,8 @@
 """``ndd.math``: elementwise math functions, all built on the arithmetic operator.
 
 Operands are Tensors, Batches or Python/NumPy scalars (see :mod:`ndd._arith` for the
-type rules). Float functions of integer or bool operands give float32.
+type rules), given by position or by DALI's parameter names (``input``, ``left``/``right``,
+``base``/``exponent``, ``x``/``y``, ``value``/``lo``/``hi``). Float functions of integer or bool operands give float32.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _call(op: str, *operands: Any) -> Any:
 
 
 def _unary(op: str, name: str, doc: str) -> Any:
-    def fn(input: Any, /) -> Any:  # noqa: A002 - DALI's parameter name
+    def fn(input: Any) -> Any:  # noqa: A002 - DALI's parameter name
         return _call(op, input)
 
     fn.__name__ = fn.__qualname__ = name
@@ -57,31 +58,31 @@ floor = _unary("floor", "floor", "Round down (a float result).")
 ceil = _unary("ceil", "ceil", "Round up (a float result).")
 
 
-def atan2(x: Any, y: Any, /) -> Any:
+def atan2(x: Any, y: Any) -> Any:
     """Arctangent of ``x / y``, using the signs of both to pick the quadrant."""
     return _call("atan2", x, y)
 
 
-def pow(base: Any, exponent: Any, /) -> Any:  # noqa: A001
+def pow(base: Any, exponent: Any) -> Any:  # noqa: A001
     """``base ** exponent`` with the usual type promotion."""
     return _call("pow", base, exponent)
 
 
-def fpow(base: Any, exponent: Any, /) -> Any:
+def fpow(base: Any, exponent: Any) -> Any:
     """``base ** exponent`` computed in floating point (float32 for integer operands)."""
     return _call("fpow", base, exponent)
 
 
-def min(left: Any, right: Any, /) -> Any:  # noqa: A001
+def min(left: Any, right: Any) -> Any:  # noqa: A001
     """Elementwise minimum."""
     return _call("min", left, right)
 
 
-def max(left: Any, right: Any, /) -> Any:  # noqa: A001
+def max(left: Any, right: Any) -> Any:  # noqa: A001
     """Elementwise maximum."""
     return _call("max", left, right)
 
 
-def clamp(value: Any, lo: Any, hi: Any, /) -> Any:
+def clamp(value: Any, lo: Any, hi: Any) -> Any:
     """``value`` limited to ``[lo, hi]``; the type is the promotion of all three."""
     return _call("clamp", value, lo, hi)
