@@ -69,10 +69,10 @@ def _threads_in_fresh_process(env):
 
 
 def test_num_threads_default_from_env_and_affinity():
-    env = dict(os.environ, NDD_NUM_THREADS="5")
-    assert _threads_in_fresh_process(env) == 5
-    env.pop("NDD_NUM_THREADS")
+    env = {k: v for k, v in os.environ.items() if k not in ("NDD_NUM_THREADS", "DALI_NUM_THREADS")}
     assert _threads_in_fresh_process(env) == len(os.sched_getaffinity(0))
+    assert _threads_in_fresh_process(dict(env, DALI_NUM_THREADS="3")) == 3  # DALI's variable
+    assert _threads_in_fresh_process(dict(env, DALI_NUM_THREADS="3", NDD_NUM_THREADS="5")) == 5
 
 
 def test_thread_pool_map_order():

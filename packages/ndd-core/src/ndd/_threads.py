@@ -12,14 +12,18 @@ T = TypeVar("T")
 
 
 def _default_threads() -> int:
-    env = os.environ.get("NDD_NUM_THREADS")
-    if env:
+    """DALI's ``DALI_NUM_THREADS``, or our ``NDD_NUM_THREADS`` (first when both are set),
+    else the CPUs this process may use."""
+    for name in ("NDD_NUM_THREADS", "DALI_NUM_THREADS"):
+        env = os.environ.get(name)
+        if not env:
+            continue
         try:
             n = int(env)
         except ValueError:
-            raise ValueError(f"NDD_NUM_THREADS must be an integer, got {env!r}") from None
+            raise ValueError(f"{name} must be an integer, got {env!r}") from None
         if n < 1:
-            raise ValueError(f"NDD_NUM_THREADS must be >= 1, got {n}")
+            raise ValueError(f"{name} must be >= 1, got {n}")
         return n
     try:
         return len(os.sched_getaffinity(0))
