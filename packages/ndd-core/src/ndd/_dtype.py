@@ -159,7 +159,8 @@ _FLOAT_RE = re.compile(r"^f(\d+)e(\d+)m(\d+)$")
 def dtype(x: Any) -> DType:
     """Convert a DType, DALIDataType, name string, NumPy dtype or torch dtype to a DType."""
     if isinstance(x, DType):
-        return x
+        # A subclass instance (capture's invariant marker of a dtype) is the DType it equals.
+        return x if type(x) is DType else next((d for d in _BY_NAME.values() if d == x), x)
     if isinstance(x, DALIDataType):
         try:
             return _BY_TYPE_ID[x]
