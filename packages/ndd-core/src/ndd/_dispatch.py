@@ -16,7 +16,7 @@ from . import _convert, _plugins
 from ._batch import Batch
 from ._device import CPU, Device
 from ._eval import EvalContext, EvalMode, Invocation, caller_frame
-from ._schema import Arg, OpSchema, OutMeta, convert_arg
+from ._schema import FLOAT, FLOATS, Arg, OpSchema, OutMeta, check_finite, convert_arg
 from ._storage import BatchData
 from ._tensor import Tensor
 
@@ -173,11 +173,15 @@ def _missing_message(schema: OpSchema) -> str:
     return f"{name} has no kernel installed for any device"
 
 
-def _per_sample(spec: Arg, bd: BatchData) -> PerSample:
+def _per_sample(op: str, name: str, spec: Arg, bd: BatchData) -> PerSample:
     npd = spec.sample_dtype
     if bd.dense is not None:
-        return PerSample(dense=np.asarray(bd.dense, npd))
-    return PerSample([np.asarray(s, npd) for s in bd.samples])
+        out = PerSample(dense=np.asarray(bd.dense, npd))
+    else:
+        out = PerSample([np.asarray(s, npd) for s in bd.samples])
+    if spec.kind in (FLOAT, FLOATS):
+        check_finite(op, name, out._dense if out._dense is not None else out.values)
+    return out
 
 
 def _outputs(out: Any) -> list[BatchData]:
@@ -304,7 +308,7 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
         if batch_args:
             for name, (spec, b) in batch_args.items():
                 bd = b.cpu()._batch_data() if b._device.device_type != "cpu" else b._batch_data()
-                args[name] = _per_sample(spec, bd)
+                args[name] = _per_sample(op, name, spec, bd)
         return _outputs(_running(kernel, kc, bds, args))
 
     mode = EvalMode.current()
@@ -390,7 +394,7 @@ class Plan:
         args.batch_size = self.batch_size
         args.batch_args = {}
         for name, bd in batch_args.items():
-            args[name] = _per_sample(self.specs[name], bd)
+            args[name] = _per_sample(self.schema.name, name, self.specs[name], bd)
         kc = KernelContext(self.schema.name, self.batch_size, True, self.device, self.context, random_state,
                            self.layouts, self.out_meta)
         return kc, args

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -56,6 +57,31 @@ def _type_error(op: str, name: str, expected: str, value: Any) -> TypeError:
     )
 
 
+# Float arguments that may be NaN or infinite (a fill value); every other one must be finite:
+# a NaN size, angle or mean would give a raw error deep in a kernel, or NaN/black images.
+NON_FINITE_OK = frozenset({"fill_value", "fill_values", "on_value", "off_value", "values"})
+
+
+def _not_finite(op: str, name: str, value: Any, sample: int | None = None) -> ValueError:
+    where = "" if sample is None else f" (sample {sample})"
+    return ValueError(f"Operator `{op}`: argument '{name}' must be finite, got {value}{where}")
+
+
+def check_finite(op: str, name: str, values: Any) -> None:
+    """Raise ValueError when a per-sample float argument holds a NaN or an infinity
+    (``values``: a PerSample's dense array or its list of arrays)."""
+    if name in NON_FINITE_OK:
+        return
+    if isinstance(values, np.ndarray):
+        if not np.isfinite(values).all():
+            i = int(np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))[0])
+            raise _not_finite(op, name, values[i].tolist(), i)
+        return
+    for i, x in enumerate(values):
+        if not np.isfinite(x).all():
+            raise _not_finite(op, name, x.tolist(), i)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
@@ -82,7 +108,10 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
         raise _type_error(op, name, "an int", v)
     if k == FLOAT:
         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
-            return float(v)
+            f = float(v)
+            if not math.isfinite(f) and name not in NON_FINITE_OK:
+                raise _not_finite(op, name, f)
+            return f
         raise _type_error(op, name, "a float", v)
     if k == BOOL:
         if isinstance(v, (bool, np.bool_)) or (_is_int(v) and v in (0, 1)):
