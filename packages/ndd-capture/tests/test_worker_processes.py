@@ -351,3 +351,23 @@ def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, p
     for capture in (False, True):  # the error names the record the bad sample came from
         assert len(runs[capture][1]) == 1
         assert f"cannot decode sample 1 (read from {tmp_path}: record 21 (key " in runs[capture][1][0]
+
+
+def test_a_dataset_changed_on_disk_is_named_as_such(tmp_path, capfd):
+    """Files removed after the reader was made: the worker processes, which make the reader
+    again, say so (not a state mismatch the user never caused), and print no tracebacks."""
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        for i in range(6):
+            (tmp_path / d / f"{i}.jpg").write_bytes(bytes([i]) * 4)  # (not read as images here)
+    reader = ndd.readers.File(file_root=str(tmp_path))
+    (tmp_path / "a" / "3.jpg").unlink()
+    ndd.capture.set_worker_processes(2)
+    try:
+        with pytest.raises(ValueError, match="made the File reader again from its arguments and found a "
+                                             r"different dataset \(.*size=12.*size=11\): did its files change"):
+            for raw, _ in reader.next_epoch(batch_size=2, capture=True):
+                ndd.cast(raw, dtype=ndd.int32)
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert "Traceback" not in capfd.readouterr().err

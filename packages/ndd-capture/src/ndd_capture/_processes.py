@@ -132,6 +132,7 @@ def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
 def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
     """Body of worker process ``j`` of ``workers`` (run by ``python -m ndd_capture._worker``);
     ``shm_fd`` is its shared-memory file (-1: results travel through ``conn`` alone)."""
+    step_extra = None  # the tag of the step being computed (sent with its error)
     try:
         spec = pickle.loads(conn.recv_bytes())
         shared = _Shared(shm_fd, spec["slots"]) if shm_fd >= 0 else None
@@ -148,7 +149,13 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
         args, kwargs = spec["ctor"]
         os.chdir(spec["cwd"])  # relative paths mean what they meant when the reader was made
         reader = cls(*args, **kwargs)
-        reader.set_state(ndd.ReaderState.from_dict(spec["qualname"], spec["state"]))
+        try:
+            reader.set_state(ndd.ReaderState.from_dict(spec["qualname"], spec["state"]))
+        except ValueError as e:  # the same arguments found another dataset
+            raise ValueError(
+                f"capture's worker process made the {spec['qualname']} reader again from its arguments "
+                f"and found a different dataset ({e}): did its files change after the reader was made?"
+            ) from None
         allowance = 0
         taken = spec["taken"]  # the parent took these steps itself (the traced step)
         start = spec["start"]  # steps counted from the first pipeline step: after a restart, > 0
@@ -160,7 +167,6 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
 
         takes_skip = "skip" in inspect.signature(reader._epoch).parameters
         stream = _continuous(reader, spec["batch_size"], skip if takes_skip else None)
-        step_extra = None  # the tag of the step being computed (sent with its error)
         for k, (extra, outs) in enumerate(stream, start=-taken):
             if k < start or k % workers != j:
                 continue
@@ -189,9 +195,14 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
     except BaseException as e:  # noqa: BLE001 - sent to the parent
         text = traceback.format_exc()
         try:
-            conn.send(("err", e, text, step_extra))
-        except Exception:  # noqa: BLE001 - the exception itself does not pickle
-            conn.send(("err", RuntimeError(f"{type(e).__name__}: {e}"), text, step_extra))
+            try:
+                conn.send(("err", e, text, step_extra))
+            except (OSError, EOFError):
+                raise
+            except Exception:  # noqa: BLE001 - the exception itself does not pickle
+                conn.send(("err", RuntimeError(f"{type(e).__name__}: {e}"), text, step_extra))
+        except (OSError, EOFError):  # the loop has gone (torn down by another worker's error)
+            pass
 
 
 # A step's results travel as one small pickled header plus the raw bytes of each array
