@@ -198,3 +198,15 @@ def test_zero_d_and_non_contiguous_samples():
     a = np.arange(-300, 300, dtype=np.float32).reshape(20, 30) + 0.5
     out = np.asarray(ndd.cast(ndd.as_tensor(a.T), dtype=ndd.int8))
     np.testing.assert_array_equal(out, ref_cast(a.T, np.int8))
+
+
+def test_cast_like_takes_the_type_of_like():
+    x = np.array([300.7, -5.5, 2.5, np.nan], np.float32)
+    like_t = ndd.tensor(np.zeros(3, np.uint8))
+    out = ndd.cast_like(ndd.tensor(x), like_t)
+    assert out.dtype == ndd.uint8
+    np.testing.assert_array_equal(np.asarray(out), ndd.cast(ndd.tensor(x), dtype=ndd.uint8).torch().numpy())
+    b = ndd.cast_like(ndd.batch([x, x[:2]]), ndd.batch([np.zeros(1, np.int16)] * 2))
+    assert b.dtype == ndd.int16 and [s.tolist() for s in b.torch(pad=True).numpy()] == [[301, -6, 3, 0], [301, -6, 0, 0]]
+    with pytest.raises(TypeError):
+        ndd.cast_like(ndd.tensor(x))

@@ -186,3 +186,22 @@ def test_cmn_uniform_batch_matches_sample_mode(rng):
     for i, o in enumerate(as_np(out)):
         np.testing.assert_array_equal(o, as_np(ndd.crop_mirror_normalize(imgs[i], crop=(24, 24), mean=[33.0],
                                                                         std=[78.0], mirror=i % 2)))
+
+
+def test_brightness_contrast_hue_saturation_ops(photos):
+    """DALI's one-adjustment operators: a NumPy reference for brightness and contrast, and the
+    same values as color_twist for hue and saturation; other arguments are refused."""
+    img = photos[0][:24, :24]
+    b = as_np(ndd.brightness(img, brightness=1.3, brightness_shift=0.1))
+    assert np.abs(b - np.clip(1.3 * img.astype(float) + 25.5, 0, 255)).max() <= 0.5 + 1e-6
+    c = as_np(ndd.contrast(img, contrast=0.5, contrast_center=100.0))
+    assert np.abs(c - np.clip(100 + 0.5 * (img.astype(float) - 100), 0, 255)).max() <= 0.5 + 1e-6
+    np.testing.assert_array_equal(as_np(ndd.hue(img, hue=35.0)), as_np(ndd.color_twist(img, hue=35.0)))
+    sat = ndd.saturation(ndd.batch([img, img]), saturation=ndd.batch([np.float32(1), np.float32(0)]))
+    np.testing.assert_array_equal(as_np(sat)[0], img)
+    assert np.abs(as_np(sat)[1].astype(int) - cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)[..., None]).max() <= 1
+    assert ndd.brightness(img, dtype=ndd.float32).dtype == ndd.float32
+    for fn, other in ((ndd.brightness, "contrast"), (ndd.contrast, "brightness"), (ndd.hue, "saturation"),
+                      (ndd.saturation, "hue")):
+        with pytest.raises(TypeError, match=f"`{fn.__name__}` got an unexpected keyword argument '{other}'"):
+            fn(img, **{other: 1.0})

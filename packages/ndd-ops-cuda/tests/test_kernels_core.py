@@ -87,6 +87,15 @@ def test_cast_saturates_like_the_cpu(shapes, src, dst):
     assert_equal([_saturated(x, dst.numpy_dtype) for x in xs], got)
 
 
+def test_cast_like_on_the_gpu():
+    xs = [np.array([300.7, -5.5, 2.5, np.nan], np.float32), np.array([-0.5, 255.5], np.float32)]
+    like = batch([np.zeros(1, np.uint8)] * 2)
+    ref, got, out = run_both(lambda x, y: ndd.cast_like(x, y), batch(xs), like)
+    assert out.dtype == ndd.uint8
+    assert_equal(ref, got)
+    assert_equal([_saturated(x, np.uint8) for x in xs], got)
+
+
 @pytest.mark.parametrize("src", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("dst", [ndd.int32, ndd.uint32, ndd.int64, ndd.uint64])
 def test_cast_saturates_wide_targets(src, dst):

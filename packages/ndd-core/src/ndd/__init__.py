@@ -11,6 +11,7 @@ from typing import Any as _Any
 from . import _arith, _ops, _plugins, plugins, types
 from ._batch import Batch
 from ._construct import as_batch, as_tensor, batch, tensor
+from ._derived import brightness, contrast, hue, saturation
 from ._device import Device, device
 from ._dispatch import OperatorError
 from ._dtype import (

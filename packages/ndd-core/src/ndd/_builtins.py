@@ -100,7 +100,8 @@ def _saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
 
 
 def _cast_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    npd = np.dtype(args["dtype"].numpy_dtype)
+    """``cast`` and ``cast_like``: to the inferred output type (``dtype``, or ``like``'s)."""
+    npd = np.dtype(ctx.output_meta[0].dtype.numpy_dtype)
     bd = inputs[0]
     if bd.dense is not None:
         return _saturate_cast(bd.dense, npd)
@@ -114,6 +115,13 @@ CAST = OpSchema(
     doc="Convert the elements to ``dtype``, saturating as DALI's Cast does: floats going to "
         "integers are rounded to nearest (ties away from zero) and clamped to the target's "
         "range (NaN gives 0); integers are clamped to the target's range.",
+)
+
+CAST_LIKE = OpSchema(
+    "cast_like",
+    inputs=("input", "like"),
+    infer=lambda inputs, args: [OutMeta(inputs[1].dtype, inputs[0].ndim, inputs[0].layout)],
+    doc="``cast`` of ``input`` to the element type of ``like`` (whose data is not read).",
 )
 
 # -- subscript: Tensor[...] and Batch.slice[...] ---------------------------------
@@ -266,7 +274,7 @@ def to_device(b: Batch, device: Device) -> Batch:
     return _dispatch.call(TO_DEVICE, (b,), {"device": device})
 
 
-BUILTINS = ((CAST, _cast_cpu), (SUBSCRIPT, _subscript_cpu), *RANDOM_OPS)
+BUILTINS = ((CAST, _cast_cpu), (CAST_LIKE, _cast_cpu), (SUBSCRIPT, _subscript_cpu), *RANDOM_OPS)
 
 
 def register(reg: Registry) -> None:

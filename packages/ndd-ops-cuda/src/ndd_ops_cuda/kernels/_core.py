@@ -108,8 +108,9 @@ def _saturate_cast(x: torch.Tensor, dst: np.dtype, dt: torch.dtype) -> torch.Ten
 
 
 def cast_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    """Core's ``cast`` in torch: a saturating conversion (see :func:`_saturate_cast`)."""
-    dst = np.dtype(args["dtype"].numpy_dtype)
+    """Core's ``cast`` (and ``cast_like``) in torch: a saturating conversion to the inferred
+    output type (see :func:`_saturate_cast`)."""
+    dst = np.dtype(ctx.output_meta[0].dtype.numpy_dtype)
     dt = torch_dtype(dst)
     bd = inputs[0]
     if bd.dense is not None:
