@@ -84,6 +84,40 @@ def test_device_inference_and_errors():
         ndd.cast(x, dtype=ndd.int8, device="mixed")
 
 
+def test_none_for_a_required_input_names_the_input():
+    with pytest.raises(TypeError, match="Operator `cast`: input 'input' is required, got None"):
+        ndd.cast(None, dtype=ndd.float32)
+    with pytest.raises(TypeError, match="Operator `cat`: input 'input_1' is required, got None"):
+        ndd.cat(ndd.tensor([1]), None)
+    with pytest.raises(TypeError, match="Operator `reshape`: input 'data' is required"):
+        ndd.reshape(None, shape=[1])
+    # an optional input may be None
+    assert ndd.reshape(ndd.tensor([1, 2]), None, shape=[2, 1]).shape == (2, 1)
+
+
+def test_explicit_device_that_is_unusable_says_why(monkeypatch):
+    from ndd import _dispatch, _plugins
+    from ndd._schema import OpSchema
+
+    class Unusable:
+        def available(self):
+            return False
+
+        def unavailable_reason(self):
+            return "no CUDA device is visible"
+
+    ran = []
+    schema = OpSchema("_t_gpu", kernels={"cpu": lambda ctx, ins, args: ins[0].samples,
+                                         "gpu": lambda ctx, ins, args: ran.append(1)})
+    _plugins.ensure_loaded()
+    monkeypatch.setattr(_plugins, "devices", {"gpu": Unusable()})
+    with pytest.raises(RuntimeError, match="installed but unusable: no CUDA device is visible"):
+        _dispatch.invoke(schema, (ndd.tensor([1]),), {"device": "gpu"})
+    assert not ran
+    out = _dispatch.invoke(schema, (ndd.tensor([1]),), {"device": "cpu"})
+    assert np.asarray(out).tolist() == [1]
+
+
 def test_missing_plugin_names_the_package():
     from ndd._plugins import Registry
     from ndd._schema import OpSchema

@@ -111,3 +111,14 @@ def test_captured_without_package_names_it(monkeypatch):
     monkeypatch.setattr(ndd._plugins, "extension", missing)
     with pytest.raises(RuntimeError, match="pip install ndd-capture"):
         ndd.ExternalSource(lambda: np.zeros(2)).captured(batch_size=2)
+
+
+def test_batch_size_type_is_checked_at_the_call():
+    es = ndd.ExternalSource(lambda: [np.zeros(2, np.uint8)] * 4)
+    with pytest.raises(TypeError, match="ExternalSource: batch_size must be an int, got str '4'"):
+        es.captured(batch_size="4")
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        es.captured(batch_size=0)
+    with pytest.raises(TypeError, match="batch_size must be an int, got str '4'"):
+        es(batch_size="4")
+    assert es(batch_size=np.int64(4)).batch_size == 4

@@ -167,6 +167,11 @@ def test_transpose():
         ndd.transpose(t, perm=[2, 0, 1], output_layout="AB")
 
 
+def test_transpose_keeps_0d_samples_0d():
+    out = ndd.transpose(ndd.batch([np.float32(1), np.float32(2)]), perm=[])
+    assert out.shape == [(), ()] and [a.tolist() for a in samples(out)] == [1.0, 2.0]
+
+
 # -- cat / stack --------------------------------------------------------------------
 
 

@@ -307,6 +307,17 @@ def test_flip_per_sample_and_layouts(rng):
     np.testing.assert_array_equal(as_np(ndd.flip(chw)), imgs[0].transpose(2, 0, 1)[:, :, ::-1])
 
 
+def test_flip_without_a_layout_needs_2d_or_3d_images():
+    for x in (ndd.tensor(np.uint8(3)), ndd.tensor(np.arange(4, dtype=np.uint8)),
+              ndd.batch([np.arange(4, dtype=np.uint8)] * 2), ndd.tensor(np.zeros((2, 3, 4, 3), np.uint8))):
+        with raises(ValueError, rf"Operator `flip`: expects images \(HWC or HW\), got a {x.ndim}-D input without"):
+            as_np(ndd.flip(x))
+    w = ndd.as_tensor(np.arange(4, dtype=np.uint8), layout="W")  # a layout naming W is enough
+    assert as_np(ndd.flip(w)).tolist() == [3, 2, 1, 0]
+    with raises(ValueError, r"flip.*'vertical'.*no H dimension"):
+        as_np(ndd.flip(w, vertical=1))
+
+
 # -- crop ------------------------------------------------------------------------------
 
 def test_crop_in_bounds_and_anchor(rng):

@@ -118,6 +118,13 @@ def test_normalize_batch_mode(rng):
         ndd.normalize(xs[0], ddof=-1)
 
 
+def test_normalize_keeps_0d_samples_0d():
+    out = ndd.normalize(ndd.batch([np.float32(3), np.float32(5)]), batch=True)
+    assert out.shape == [(), ()] and [v.tolist() for v in as_np(out)] == [-1.0, 1.0]
+    t = ndd.normalize(ndd.tensor(np.float32(3)), mean=[1.0], stddev=[2.0], dtype=ndd.uint8, shift=10.0)
+    assert t.shape == () and as_np(t).tolist() == 11
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_brightness_contrast(rng, dtype):
     img = rand_image(rng, 16, 16, 3, dtype)

@@ -142,6 +142,25 @@ def test_without_cuda_or_emulation_the_backend_is_unavailable():
     assert "ERROR The GPU backend (from ndd-ops-cuda 0.1.0) is installed but unusable: ndd-ops-cuda:" in out
 
 
+@pytest.mark.skipif(CUDA, reason="this machine has CUDA: the backend is available without emulation")
+def test_without_cuda_or_emulation_an_op_on_the_gpu_device_says_why():
+    env = {k: v for k, v in os.environ.items() if k != "NDD_CUDA_EMULATE"}
+    code = (
+        "import ndd\n"
+        "x = ndd.tensor([1.5])\n"
+        "for f in (lambda: x.gpu(), lambda: ndd.cast(x, dtype=ndd.int32, device='gpu'),\n"
+        "          lambda: ndd.random.uniform(device='gpu')):\n"
+        "    try:\n"
+        "        f()\n"
+        "    except RuntimeError as e:\n"
+        "        print('ERROR', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) == 3 and len(set(lines)) == 1, out
+    assert lines[0].startswith("ERROR The GPU backend (from ndd-ops-cuda 0.1.0) is installed but unusable: ")
+
+
 # -- real CUDA only --------------------------------------------------------------------
 
 @pytest.mark.requires_cuda

@@ -158,6 +158,36 @@ def test_file_errors(kw, match):
         ndd.readers.File(**kw)
 
 
+def test_file_labels_must_be_integers(tmp_path):
+    files = [tmp_path / f"{i}.jpg" for i in range(3)]
+    for i, f in enumerate(files):
+        f.write_bytes(payload(i))
+    for labels, match in [(["a", 1, 2], "entry 0 is 'a'"), ([0, 1.7, 2], "entry 1 is 1.7"),
+                          ([0, 1, None], "entry 2 is None"), ([0, 1, 2**31], "entry 2 is 2147483648")]:
+        with pytest.raises(ValueError, match=r"`labels` must be integers \(int32\): " + match):
+            ndd.readers.File(files=files, labels=labels)
+    with pytest.raises(TypeError, match="`labels` must be a list of integers, got str"):
+        ndd.readers.File(files=files, labels="012")
+    r = ndd.readers.File(files=files, labels=[np.int64(5), 6.0, -1])
+    assert [int(np.asarray(lab)[0]) for _, lab in r.next_epoch()] == [5, 6, -1]
+
+
+def test_list_of_path_arguments_take_one_path_or_a_list(tmp_path):
+    # As in DALI, a single path is a list of one; anything else that is not a path is refused.
+    (tmp_path / "one.jpg").write_bytes(b"xyz")
+    r = ndd.readers.File(files=str(tmp_path / "one.jpg"), labels=4)
+    assert [(bytes(np.asarray(x)), int(np.asarray(lab)[0])) for x, lab in r.next_epoch()] == [(b"xyz", 4)]
+    np.save(tmp_path / "a.npy", np.arange(3))
+    r = ndd.readers.Numpy(files=tmp_path / "a.npy")
+    assert [np.asarray(o[0]).tolist() for o in r.next_epoch()] == [[0, 1, 2]]
+    with pytest.raises(TypeError, match=r"`files`: entry 1 must be a path \(str or os.PathLike\), got int 5"):
+        ndd.readers.File(files=[tmp_path / "one.jpg", 5])
+    with pytest.raises(TypeError, match="`files` must be a path or a list of paths, got int"):
+        ndd.readers.Numpy(files=3)
+    with pytest.raises(ValueError, match="`files` must be a path or a non-empty list of paths"):
+        ndd.readers.File(files=[])
+
+
 def test_file_more_shards_than_samples_and_bad_list(file_tree, tmp_path):
     with pytest.raises(ValueError, match="num_shards=11 is larger than the dataset"):
         ndd.readers.File(file_root=file_tree, num_shards=11)
@@ -561,6 +591,23 @@ def test_numpy_file_list_and_errors(tmp_path):
         ndd.readers.Numpy(file_root=tmp_path, file_filter="*.npz")
 
 
+def test_numpy_big_endian_files_read_like_np_load(tmp_path):
+    arrays = [np.arange(6, dtype=">i4").reshape(2, 3), np.linspace(0, 1, 4).astype(">f8"),
+              np.array(7, dtype=">u2")]
+    for i, a in enumerate(arrays):
+        np.save(tmp_path / f"{i}.npy", a)
+    out = [np.asarray(o[0]) for o in ndd.readers.Numpy(file_root=tmp_path).next_epoch()]
+    for i, got in enumerate(out):
+        want = np.load(tmp_path / f"{i}.npy")
+        assert got.dtype == want.dtype.newbyteorder("=") and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    (roi,) = next(iter(ndd.readers.Numpy(files="0.npy", file_root=tmp_path, roi_start=[1, 1]).next_epoch()))
+    np.testing.assert_array_equal(np.asarray(roi), np.load(tmp_path / "0.npy")[1:, 1:])
+    np.save(tmp_path / "c.npy", np.zeros(2, np.complex64))
+    with pytest.raises(ValueError, match=r"c.npy \(sample 0\): element type complex64 is not supported"):
+        next(iter(ndd.readers.Numpy(files=tmp_path / "c.npy").next_epoch()))
+
+
 # -- COCO -------------------------------------------------------------------------------------
 @pytest.fixture
 def coco(tmp_path):
@@ -623,6 +670,8 @@ def test_coco_images_argument(coco):
     root, ann = coco
     r = ndd.readers.COCO(file_root=root, annotations_file=ann, images=["3.jpg", "1.jpg", "3.jpg"], image_ids=True)
     assert [int(np.asarray(s[3])[0]) for s in r.next_epoch()] == [3, 1, 3]
+    r = ndd.readers.COCO(file_root=root, annotations_file=ann, images="3.jpg", image_ids=True)  # one name
+    assert [int(np.asarray(s[3])[0]) for s in r.next_epoch()] == [3]
 
 
 def test_coco_errors(coco, tmp_path):
@@ -644,6 +693,20 @@ def test_coco_errors(coco, tmp_path):
         ndd.readers.COCO(file_root=root, annotations_file=bad)
     with pytest.raises(ValueError, match="`pixelwise_masks` and `polygon_masks` are mutually exclusive"):
         ndd.readers.COCO(file_root=root, annotations_file=ann, pixelwise_masks=True, polygon_masks=True)
+
+
+def test_coco_bad_polygon_names_the_annotation(coco, tmp_path):
+    import json
+
+    root, ann = coco
+    data = json.loads(ann.read_text())
+    for seg, got in [([[1, 2, 3]], "3 numbers"), ([[1, 2], ["x", "y"]], "something else")]:
+        data["annotations"][0]["segmentation"] = seg
+        bad = tmp_path / "poly.json"
+        bad.write_text(json.dumps(data))
+        with pytest.raises(ValueError, match=r"poly.json': image id 1, annotation #0: a polygon must be a flat "
+                                             r"list of x, y pairs, got " + got):
+            ndd.readers.COCO(file_root=root, annotations_file=bad, polygon_masks=True)
 
 
 # -- throughput smoke ------------------------------------------------------------------------

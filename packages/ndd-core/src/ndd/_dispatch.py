@@ -162,6 +162,8 @@ def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]
             raise ValueError(f'Invalid device "{dev}" for operator `{op}`')
     if schema.conflicts and dev.device_type in schema.conflicts:
         raise RuntimeError(schema.conflicts[dev.device_type])
+    if dev.device_type != "cpu":
+        _plugins.device_backend(dev.device_type)  # a clear error when the device is unusable here
     return dev, kernel
 
 
@@ -222,8 +224,12 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
         raise TypeError(f"Operator `{op}` takes {want} positional input(s), got {n}")
     bs = None if batch_size is None else _check_batch_size(op, batch_size)
     ins: list = []
-    for x in inputs:
-        if x is not None and not isinstance(x, (Tensor, Batch)):
+    for i, x in enumerate(inputs):
+        if x is None:
+            if i < schema.min_inputs or i >= len(schema.inputs):
+                name = schema.inputs[i] if i < len(schema.inputs) else f"input_{i}"
+                raise TypeError(f"Operator `{op}`: input '{name}' is required, got None")
+        elif not isinstance(x, (Tensor, Batch)):
             x = _as_input(op, x)
         if isinstance(x, Batch):
             if bs is None:

@@ -33,6 +33,15 @@ def _per_output(name: str, value: Any, n: int) -> list:
     return [value] * n
 
 
+def _check_batch_size(v: Any, least: int) -> int:
+    """``batch_size`` as an int of at least ``least``: TypeError for a non-int, ValueError if smaller."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"ExternalSource: batch_size must be an int, got {type(v).__name__} {v!r}")
+    if v < least:
+        raise ValueError(f"ExternalSource: batch_size must be at least {least}, got {v}")
+    return int(v)
+
+
 def _is_batch_like(item: Any) -> bool:
     if isinstance(item, Batch):
         return True
@@ -148,6 +157,8 @@ class ExternalSource:
         """Pull one item: a Tensor (or a Batch when the item is a batch or ``batch_size`` is given)."""
         if self._role == ROOT:
             raise RuntimeError("This ExternalSource is already used in a capture-mode loop")
+        if batch_size is not None:
+            batch_size = _check_batch_size(batch_size, 0)
         if _dispatch.op_call_hook is not None or self._role == FEEDER:
             # A capture extension is active: it decides whether this is a feeder read.
             from ._plugins import extension
@@ -160,6 +171,7 @@ class ExternalSource:
 
     def captured(self, batch_size: int, ctx: Any = None, strict: bool = False) -> Iterator:
         """Iterate the source in capture mode (needs ``ndd-capture``); ends with the source."""
+        batch_size = _check_batch_size(batch_size, 1)
         if self._role == EAGER:
             raise RuntimeError("This ExternalSource was already used eagerly")
         if self._role == FEEDER:

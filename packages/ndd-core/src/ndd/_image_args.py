@@ -22,10 +22,13 @@ from .types import DALIImageType, DALIInterpType
 
 
 def image_layout(ctx: KernelContext, ndim: int) -> str:
-    """The input image layout, guessing HWC / HW when it has none."""
+    """The input image layout, guessing HWC / HW from ``ndim`` when it has none."""
     lay = ctx.input_layouts[0]
     if lay:
         return lay
+    if ndim not in (2, 3):
+        raise ValueError(f"Operator `{ctx.op}`: expects images (HWC or HW), got a {ndim}-D input without "
+                         "a layout")
     return "HWC" if ndim == 3 else "HW"
 
 

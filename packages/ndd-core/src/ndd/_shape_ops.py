@@ -365,7 +365,8 @@ def _transpose_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs
     perm = _perm(args, ctx.output_meta[0].ndim)
     if bd.dense is not None:
         return np.ascontiguousarray(bd.dense.transpose((0,) + tuple(p + 1 for p in perm)))
-    return [np.ascontiguousarray(s.transpose(perm)) for s in bd.samples]
+    out = [s.transpose(perm) for s in bd.samples]
+    return [t if t.flags.c_contiguous else np.ascontiguousarray(t) for t in out]  # (it would make 0-d 1-d)
 
 
 TRANSPOSE = OpSchema(

@@ -38,13 +38,13 @@ def batch_nbytes(samples: Sequence[np.ndarray]) -> int:
 
 def cast_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Convert ``x`` to ``dtype``: floats going to integers are rounded and saturated."""
-    dtype = np.dtype(dtype)
+    dtype, x = np.dtype(dtype), np.asarray(x)  # NumPy scalars (from 0-d arithmetic) as 0-d arrays
     if x.dtype == dtype:
-        return np.ascontiguousarray(x)
+        return x if x.flags.c_contiguous else np.ascontiguousarray(x)  # (it would make a 0-d array 1-d)
     if dtype.kind in "iu" and x.dtype.kind == "f":
         info = np.iinfo(dtype)
-        x = np.clip(np.rint(x), info.min, info.max)
-    return np.ascontiguousarray(x.astype(dtype))
+        x = np.asarray(np.clip(np.rint(x), info.min, info.max))
+    return x.astype(dtype, order="C")
 
 
 CV_INTERP = {

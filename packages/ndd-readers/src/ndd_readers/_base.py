@@ -258,11 +258,19 @@ class StreamReader(Reader):
 
 
 def path_list(value: Any, arg: str) -> list[str]:
-    """A str/PathLike or a sequence of them as a list of str (ValueError if empty)."""
+    """A str/PathLike (one path, as DALI takes it) or a sequence of them as a list of str:
+    TypeError naming ``arg`` (and the entry) for anything else, ValueError if empty."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if isinstance(value, (str, os.PathLike)):
         value = [value]
-    if not isinstance(value, Sequence) or not value:
+    if not isinstance(value, Sequence):
+        raise TypeError(f"`{arg}` must be a path or a list of paths, got {type(value).__name__}")
+    if not value:
         raise ValueError(f"`{arg}` must be a path or a non-empty list of paths, got {value!r}")
+    for i, p in enumerate(value):
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"`{arg}`: entry {i} must be a path (str or os.PathLike), got {type(p).__name__} {p!r}")
     return [os.fspath(p) for p in value]
 
 

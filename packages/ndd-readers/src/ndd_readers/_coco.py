@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Dataset, StreamReader, read_bytes
+from ._base import Dataset, StreamReader, path_list, read_bytes
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 
@@ -90,7 +90,7 @@ class COCODataset(Dataset):
             s.labels = np.array([a["label"] for a in anns[img]], dtype=np.int32)
             s.image_id = np.array([img], dtype=np.int32)
             if polygon_masks:
-                s.polygons, s.vertices = _polygons(anns[img], scale if ratio else None)
+                s.polygons, s.vertices = _polygons(anns[img], scale if ratio else None, f"{where}: image id {img}")
                 if legacy_polygons:  # DALI's deprecated `masks`: coordinate (not vertex) indices
                     s.polygons[:, 1:] *= 2
             if pixelwise_masks:
@@ -122,16 +122,25 @@ class COCODataset(Dataset):
         return f"{s.path} (image id {int(s.image_id[0])}, sample {i})"
 
 
-def _polygons(anns: list[dict], scale: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _polygons(anns: list[dict], scale: np.ndarray | None, where: str) -> tuple[np.ndarray, np.ndarray]:
     """``polygons`` int32 [P, 3] (annotation index, first vertex, end vertex) and
-    ``vertices`` float32 [V, 2]; RLE segmentations give no polygons."""
+    ``vertices`` float32 [V, 2]; RLE segmentations give no polygons. ValueError naming
+    ``where`` and the annotation for a polygon that is not a flat list of x, y pairs."""
     polys, verts = [], []
     for k, a in enumerate(anns):
         seg = a["seg"]
         if not isinstance(seg, list):
             continue
         for poly in seg:
-            xy = np.asarray(poly, dtype=np.float32).reshape(-1, 2)
+            try:
+                xy = np.asarray(poly, dtype=np.float32).reshape(-1)
+            except (TypeError, ValueError):
+                xy = None
+            if xy is None or xy.size % 2:
+                got = "something else" if xy is None else f"{xy.size} numbers"
+                raise ValueError(f"{where}, annotation #{a['n']}: a polygon must be a flat list of x, y "
+                                 f"pairs, got {got}")
+            xy = xy.reshape(-1, 2)
             n = sum(len(v) for v in verts)
             polys.append((k, n, n + len(xy)))
             verts.append(xy)
@@ -352,7 +361,7 @@ class COCO(StreamReader):
         if pixelwise_masks and masks:
             raise ValueError("COCO: `masks` and `pixelwise_masks` cannot be both true")
         self._args: dict[str, Any] = dict(
-            images=None if images is None else list(images), ltrb=bool(ltrb), ratio=bool(ratio),
+            images=None if images is None else path_list(images, "images"), ltrb=bool(ltrb), ratio=bool(ratio),
             skip_empty=bool(skip_empty), size_threshold=float(size_threshold),
             include_iscrowd=bool(include_iscrowd), avoid_class_remapping=bool(avoid_class_remapping),
             image_ids=bool(image_ids), polygon_masks=bool(polygon_masks or masks),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ._base import Column, Dataset, StreamReader, check_files, matches, read_bytes
+from ._base import Column, Dataset, StreamReader, check_files, matches, path_list, read_bytes
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 DEFAULT_FILE_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm",
@@ -84,14 +85,30 @@ def parse_file_list(file_list: str, file_root: str | None) -> tuple[list[str], l
     return paths, labels
 
 
+def int_labels(labels: Any) -> list[int]:
+    """``labels`` as int32 values (one number is a list of one, as in DALI): ints, NumPy
+    integers and integral floats; ValueError naming the first other entry."""
+    if isinstance(labels, np.ndarray):
+        labels = labels.tolist()
+    if isinstance(labels, (int, float, np.number)):
+        labels = [labels]
+    if not isinstance(labels, Sequence) or isinstance(labels, str):
+        raise TypeError(f"`labels` must be a list of integers, got {type(labels).__name__}")
+    for i, v in enumerate(labels):
+        integral = isinstance(v, (int, np.integer)) or (isinstance(v, (float, np.floating)) and float(v).is_integer())
+        if not integral or not -2**31 <= v < 2**31:
+            raise ValueError(f"`labels` must be integers (int32): entry {i} is {v!r}")
+    return [int(v) for v in labels]
+
+
 class File(StreamReader):
     """Reads files and labels: yields ``(data, label)``, the raw bytes (uint8 1-D, no
     layout) and an int32 label of shape (1,).
 
     Give one of ``file_root`` (sub-directories are labels 0..K-1 in sorted order; files
-    matching ``file_filters``), ``file_list`` (``name label`` lines) or ``files`` (with
-    ``labels``, by default 0, 1, 2, ...). See :class:`StreamReader` for the epoch,
-    read-ahead and state rules.
+    matching ``file_filters``), ``file_list`` (``name label`` lines) or ``files`` (a list
+    of paths, or one path, as in DALI; with integer ``labels``, by default 0, 1, 2, ...).
+    See :class:`StreamReader` for the epoch, read-ahead and state rules.
     """
 
     def __init__(
@@ -127,8 +144,8 @@ class File(StreamReader):
     ) -> None:
         self._file_root = None if file_root is None else os.fspath(file_root)
         self._file_list = None if file_list is None else os.fspath(file_list)
-        self._files = None if files is None else [os.fspath(f) for f in files]
-        self._labels = None if labels is None else [int(x) for x in labels]
+        self._files = None if files is None else path_list(files, "files")
+        self._labels = None if labels is None else int_labels(labels)
         if isinstance(file_filters, str):
             file_filters = [file_filters]
         if isinstance(dir_filters, str):
@@ -153,8 +170,6 @@ class File(StreamReader):
         if labels is not None and files is None:
             raise ValueError("`labels` needs `files`")
         if files is not None:
-            if not files:
-                raise ValueError("`files` is empty")
             if labels is None:
                 labels = list(range(len(files)))
             elif len(labels) != len(files):

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from ndd import Batch, Tensor
+from ndd._dtype import from_numpy
 
-from ._base import Dataset, StreamReader, check_files, matches
+from ._base import Dataset, StreamReader, check_files, matches, path_list
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 _START_ARGS = ("roi_start", "rel_roi_start")
@@ -214,16 +215,29 @@ class NumpyDataset(Dataset):
     def read(self, i: int) -> tuple[np.ndarray, ...]:
         path = self.paths[i]
         if self.roi is None:
-            return (np.ascontiguousarray(self._load(path, i, False)),)
+            arr = self._load(path, i, False)
+            return (arr.astype(_native_dtype(arr, path, i), order="C", copy=False),)
         # Memory-map the file and copy out only the region: pages outside it are never read.
         arr = self._load(path, i, self.use_mmap)
         try:
-            return (self.roi.read(arr, f"{path} (sample {i})"),)
+            dt = _native_dtype(arr, path, i)
+            return (self.roi.read(arr, f"{path} (sample {i})").astype(dt, copy=False),)
         finally:
             del arr
 
     def describe(self, i: int) -> str:
         return f"{self.paths[i]} (sample {i})"
+
+
+def _native_dtype(arr: np.ndarray, path: str, i: int) -> np.dtype:
+    """The dtype of ``arr`` in native byte order (big-endian files are converted);
+    ValueError naming the file for an element type ndd does not have."""
+    dt = arr.dtype.newbyteorder("=")
+    try:
+        from_numpy(dt)
+    except TypeError:
+        raise ValueError(f"{path} (sample {i}): element type {arr.dtype} is not supported") from None
+    return dt
 
 
 def _walk(root: str, pattern: str) -> list[str]:
@@ -254,7 +268,8 @@ class Numpy(StreamReader):
     ``"pad"`` (filled with ``fill_value``, cast to the file's dtype) or
     ``"trim_to_shape"`` (cut to the array). The file is memory-mapped and only the
     region is copied out (``dont_use_mmap=True`` reads the file whole first); the output
-    is a writable C-contiguous array with the file's dtype, also for Fortran-order files.
+    is a writable C-contiguous array with the file's dtype (in native byte order), also
+    for Fortran-order files.
     The ROI arguments are given in the constructor (a number, list, array or CPU
     ``Tensor``; a 0-d Tensor is a scalar; a ``Batch`` raises ValueError) and apply to
     every sample; ndd's readers take no per-call arguments.
@@ -302,7 +317,7 @@ class Numpy(StreamReader):
     ) -> None:
         self._file_root = None if file_root is None else os.fspath(file_root)
         self._file_filter = file_filter
-        self._files = None if files is None else [os.fspath(f) for f in files]
+        self._files = None if files is None else path_list(files, "files")
         self._file_list = None if file_list is None else os.fspath(file_list)
         self._roi = Roi(dict(roi_start=roi_start, rel_roi_start=rel_roi_start, roi_end=roi_end,
                              rel_roi_end=rel_roi_end, roi_shape=roi_shape, rel_roi_shape=rel_roi_shape),
@@ -323,8 +338,6 @@ class Numpy(StreamReader):
         if files is not None and lst is not None:
             raise ValueError("Give either `file_list` or `files`, not both")
         if files is not None:
-            if not files:
-                raise ValueError("`files` is empty")
             paths = [os.path.join(root, f) for f in files] if root is not None else files
             check_files(paths, "files")
         elif lst is not None:
