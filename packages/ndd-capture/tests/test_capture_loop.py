@@ -328,16 +328,17 @@ def test_ctx_argument_is_the_body_context(lmdb_path):
     seen, out = [], []
     for jpegs, _ in reader.next_epoch(batch_size=B, ctx=ctx, capture=True):
         seen.append(ndd.EvalContext.current() is ctx)
-        out.append(np.asarray(ndd.decoders.image(jpegs, output_type=types.GRAY).torch()).copy())
+        out.append([np.array(t) for t in ndd.decoders.image(jpegs, output_type=types.GRAY).tensors])
         assert ndd.EvalContext.current() is ctx
     assert seen and all(seen) and ndd.EvalContext.current() is not ctx
     assert ndd.capture.report().sites[0].replayed == len(out) - 1
-    eager = [np.asarray(ndd.decoders.image(j, output_type=types.GRAY).torch())
+    eager = [[np.array(t) for t in ndd.decoders.image(j, output_type=types.GRAY).tensors]
              for j, _ in ndd.readers.Caffe2(path=lmdb_path).next_epoch(batch_size=B)]
-    assert len(eager) == len(out) and all(np.array_equal(a, b) for a, b in zip(eager, out))
+    assert len(eager) == len(out) and all(np.array_equal(a, b) for e, o in zip(eager, out) for a, b in zip(e, o))
 
     es = ndd.ExternalSource(iter([[np.full(3, i, np.float32)] * 2 for i in range(4)]))
-    got = [ndd.cast(x, dtype=ndd.int32).torch().tolist() for x in es.captured(batch_size=2, ctx=ctx)]
+    got = [[np.array(t).tolist() for t in ndd.cast(x, dtype=ndd.int32).tensors]
+           for x in es.captured(batch_size=2, ctx=ctx)]
     assert got == [[[i] * 3] * 2 for i in range(4)] and ndd.EvalContext.current() is not ctx
 
     reader = ndd.readers.Caffe2(path=lmdb_path)

@@ -205,8 +205,8 @@ def test_cast_like_takes_the_type_of_like():
     like_t = ndd.tensor(np.zeros(3, np.uint8))
     out = ndd.cast_like(ndd.tensor(x), like_t)
     assert out.dtype == ndd.uint8
-    np.testing.assert_array_equal(np.asarray(out), ndd.cast(ndd.tensor(x), dtype=ndd.uint8).torch().numpy())
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(ndd.cast(ndd.tensor(x), dtype=ndd.uint8)))
     b = ndd.cast_like(ndd.batch([x, x[:2]]), ndd.batch([np.zeros(1, np.int16)] * 2))
-    assert b.dtype == ndd.int16 and [s.tolist() for s in b.torch(pad=True).numpy()] == [[301, -6, 3, 0], [301, -6, 0, 0]]
+    assert b.dtype == ndd.int16 and [np.array(t).tolist() for t in b.tensors] == [[301, -6, 3, 0], [301, -6]]
     with pytest.raises(TypeError):
         ndd.cast_like(ndd.tensor(x))
