@@ -328,7 +328,8 @@ def test_ctx_argument_is_the_body_context(lmdb_path):
     seen, out = [], []
     for jpegs, _ in reader.next_epoch(batch_size=B, ctx=ctx, capture=True):
         seen.append(ndd.EvalContext.current() is ctx)
-        out.append([np.array(t) for t in ndd.decoders.image(jpegs, output_type=types.GRAY).tensors])
+        images = ndd.decoders.image(jpegs, output_type=types.GRAY)  # alone on its line: Python 3.10 too
+        out.append([np.array(t) for t in images.tensors])
         assert ndd.EvalContext.current() is ctx
     assert seen and all(seen) and ndd.EvalContext.current() is not ctx
     assert ndd.capture.report().sites[0].replayed == len(out) - 1
@@ -337,9 +338,18 @@ def test_ctx_argument_is_the_body_context(lmdb_path):
     assert len(eager) == len(out) and all(np.array_equal(a, b) for e, o in zip(eager, out) for a, b in zip(e, o))
 
     es = ndd.ExternalSource(iter([[np.full(3, i, np.float32)] * 2 for i in range(4)]))
-    got = [[np.array(t).tolist() for t in ndd.cast(x, dtype=ndd.int32).tensors]
-           for x in es.captured(batch_size=2, ctx=ctx)]
+    got = []
+    for x in es.captured(batch_size=2, ctx=ctx):
+        y = ndd.cast(x, dtype=ndd.int32)
+        got.append([np.array(t).tolist() for t in y.tensors])
     assert got == [[[i] * 3] * 2 for i in range(4)] and ndd.EvalContext.current() is not ctx
+    assert ndd.capture.report().sites[0].replayed == 3
+
+    # A loop whose trace captured nothing runs eagerly, still in ctx
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    with pytest.warns(UserWarning, match="no operators were captured"):
+        inside = [ndd.EvalContext.current() is ctx for _ in reader.next_epoch(batch_size=B, ctx=ctx, capture=True)]
+    assert len(inside) == 40 // B and all(inside)
 
     reader = ndd.readers.Caffe2(path=lmdb_path)
     with pytest.raises(RuntimeError, match="Cannot change EvalContext for a capture-mode loop"):

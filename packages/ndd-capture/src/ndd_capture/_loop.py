@@ -1010,7 +1010,8 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             loop.source_rebuild = rebuild
         wrapped = rebuild([_captured(b, (0, k), loop.step) for k, b in enumerate(src)])
         if loop.eager_only:
-            yield outs
+            with _in_context(loop):
+                yield outs
             continue
         _enter(loop)
         try:
@@ -1098,7 +1099,8 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
             loop.begin_step(sys._getframe(1))
             loop.current = vals or {}
             if loop.eager_only:
-                yield outs
+                with _in_context(loop):
+                    yield outs
                 continue
             _enter(loop)
             try:
