@@ -881,8 +881,11 @@ def _in_context(loop: CaptureLoop) -> Any:
     step (as a ``with ctx:`` around the loop would); without one, the body's context must
     stay the one current when the loop started."""
     if not loop.given_ctx or EvalContext.current() is loop.ctx:
-        return contextlib.nullcontext()
+        return _NO_CONTEXT
     return loop.ctx
+
+
+_NO_CONTEXT = contextlib.nullcontext()  # reusable: entered once per step of most loops
 
 
 def _frame_live(frame: Any) -> bool:
