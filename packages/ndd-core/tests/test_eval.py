@@ -296,3 +296,15 @@ def test_a_failing_operator_raises_runtime_error_as_dali_does(mode):
     assert any(f.name == "_reshape_cpu" for f in frames)  # the kernel's own frames are kept
     with pytest.raises(TypeError):  # argument errors at the call keep their types
         ndd.reshape(ndd.tensor([1, 2, 3]), shape="x")
+
+
+def test_contexts_left_out_of_order_leave_the_others_entered():
+    """A context exited while another was entered after it (a generator holding one across
+    its yields) leaves that other one current."""
+    a, b = ndd.EvalContext(num_threads=1), ndd.EvalContext(num_threads=1)
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert ndd.EvalContext.current() is b
+    b.__exit__(None, None, None)
+    assert ndd.EvalContext.current() is ndd.EvalContext.default()

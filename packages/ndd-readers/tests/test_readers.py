@@ -186,6 +186,12 @@ def test_list_of_path_arguments_take_one_path_or_a_list(tmp_path):
         ndd.readers.Numpy(files=3)
     with pytest.raises(ValueError, match="`files` must be a path or a non-empty list of paths"):
         ndd.readers.File(files=[])
+    # any iterable of paths and of labels: a generator (Path.glob), a dict's keys or values
+    (tmp_path / "two.jpg").write_bytes(b"ab")
+    r = ndd.readers.File(files=(p for p in sorted(tmp_path.glob("*.jpg"))), labels={0: 7, 1: 8}.values())
+    assert [(bytes(np.asarray(x)), int(np.asarray(lab)[0])) for x, lab in r.next_epoch()] == [(b"xyz", 7), (b"ab", 8)]
+    with pytest.raises(TypeError, match="`files` must be a path or a list of paths, got dict"):
+        ndd.readers.File(files={"a.jpg": 1})
 
 
 def test_file_more_shards_than_samples_and_bad_list(file_tree, tmp_path):

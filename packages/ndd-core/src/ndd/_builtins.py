@@ -121,6 +121,7 @@ CAST_LIKE = OpSchema(
     "cast_like",
     inputs=("input", "like"),
     infer=lambda inputs, args: [OutMeta(inputs[1].dtype, inputs[0].ndim, inputs[0].layout)],
+    device_inputs=1,  # runs where ``input`` is: ``like``'s data is not read
     doc="``cast`` of ``input`` to the element type of ``like`` (whose data is not read).",
 )
 

@@ -162,8 +162,6 @@ def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]
             raise ValueError(f'Invalid device "{dev}" for operator `{op}`')
     if schema.conflicts and dev.device_type in schema.conflicts:
         raise RuntimeError(schema.conflicts[dev.device_type])
-    if dev.device_type != "cpu":
-        _plugins.device_backend(dev.device_type)  # a clear error when the device is unusable here
     return dev, kernel
 
 
@@ -275,7 +273,9 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
         schema.validate(args)
 
     is_batch = bs is not None
-    dev, kernel = _pick_kernel(schema, ins, device)
+    dev, kernel = _pick_kernel(schema, ins if schema.device_inputs is None else ins[:schema.device_inputs], device)
+    if dev.device_type != "cpu":  # a clear error when the device is unusable here (not in Plans:
+        _plugins.device_backend(dev.device_type)  # a capture worker must not initialise CUDA)
     if schema.random:
         if rng is None:
             from .random._rng import get_default_rng

@@ -278,7 +278,13 @@ class EvalContext:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _tls.contexts.pop()
+        # By identity, not the top: a capture loop given ctx= holds it entered across its
+        # yields, and the caller may enter another context before the loop resumes.
+        stack = _tls.contexts
+        if stack[-1] is self:
+            stack.pop()
+        else:
+            del stack[len(stack) - 1 - next(i for i, c in enumerate(reversed(stack)) if c is self)]
         self._depth -= 1
         if self._depth == 0:
             self._owner = None

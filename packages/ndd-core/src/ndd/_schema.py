@@ -183,6 +183,7 @@ class OpSchema:
     doc: str = ""
     internal: bool = False
     capturable: bool | None = None  # capture mode may replay its calls (default: not internal)
+    device_inputs: int | None = None  # how many leading inputs decide the device (None: all)
     kernels: dict[str, Callable] = field(default_factory=dict, repr=False)
     kernel_sources: dict[str, str] = field(default_factory=dict, repr=False)
     conflicts: dict[str, str] = field(default_factory=dict, repr=False)

@@ -98,12 +98,12 @@ def _dense(bd: BatchData, args: KernelArgs, names: Sequence[str]) -> np.ndarray 
 def _checked(ctx: KernelContext, samples: list) -> list:
     """Per-sample results; ValueError when their ndim differs from the inferred one."""
     want = ctx.output_meta[0].ndim
-    for s in samples:
+    for i, s in enumerate(samples):
         if s.ndim != want:
             raise ValueError(
-                f"Operator `{ctx.op}`: the result has {s.ndim} dimension(s), but {want} were expected "
-                "from the arguments known before running; pass `layout=` (or constant arguments) "
-                "so the number of dimensions is known"
+                f"Operator `{ctx.op}`: the result of sample {i} has {s.ndim} dimension(s), but {want} "
+                "were expected from the call's arguments; every sample's result must have the same "
+                "number of dimensions"
             )
     return samples
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -258,14 +258,16 @@ class StreamReader(Reader):
 
 
 def path_list(value: Any, arg: str) -> list[str]:
-    """A str/PathLike (one path, as DALI takes it) or a sequence of them as a list of str:
-    TypeError naming ``arg`` (and the entry) for anything else, ValueError if empty."""
+    """A str/PathLike (one path, as DALI takes it) or an iterable of them (a list, an
+    array, a generator such as ``Path.glob``) as a list of str: TypeError naming ``arg``
+    (and the entry) for anything else, ValueError if empty."""
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, (str, os.PathLike)):
         value = [value]
-    if not isinstance(value, Sequence):
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
         raise TypeError(f"`{arg}` must be a path or a list of paths, got {type(value).__name__}")
+    value = list(value)
     if not value:
         raise ValueError(f"`{arg}` must be a path or a non-empty list of paths, got {value!r}")
     for i, p in enumerate(value):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,8 +92,9 @@ def int_labels(labels: Any) -> list[int]:
         labels = labels.tolist()
     if isinstance(labels, (int, float, np.number)):
         labels = [labels]
-    if not isinstance(labels, Sequence) or isinstance(labels, str):
+    if isinstance(labels, (str, bytes, Mapping)) or not isinstance(labels, Iterable):
         raise TypeError(f"`labels` must be a list of integers, got {type(labels).__name__}")
+    labels = list(labels)  # (a generator, a dict's values, a pandas Series: any iterable)
     for i, v in enumerate(labels):
         integral = isinstance(v, (int, np.integer)) or (isinstance(v, (float, np.floating)) and float(v).is_integer())
         if not integral or not -2**31 <= v < 2**31:
