@@ -94,6 +94,11 @@ def test_cast_like_on_the_gpu():
     assert out.dtype == ndd.uint8
     assert_equal(ref, got)
     assert_equal([_saturated(x, np.uint8) for x in xs], got)
+    # the cast runs where its input is; like's data (on another device) is not read
+    on_cpu = ndd.cast_like(batch(xs), like.gpu())
+    assert on_cpu.device == ndd.Device("cpu") and on_cpu.dtype == ndd.uint8
+    assert_equal(ref, [np.asarray(t) for t in on_cpu.tensors])
+    assert ndd.cast_like(batch(xs).gpu(), like).device == ndd.Device("gpu:0")
 
 
 @pytest.mark.parametrize("src", [np.float16, np.float32, np.float64])
