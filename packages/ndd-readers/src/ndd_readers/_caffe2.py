@@ -28,8 +28,8 @@ decoded by the hand-written :mod:`._protowire`.
 from __future__ import annotations
 
 import bisect
-import mmap
 import os
+import struct
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
@@ -557,6 +557,12 @@ def _open_new_env(path: str) -> lmdb.Environment:
         raise ValueError(f"{path}: not a readable LMDB environment: {e}") from None
 
 
+# Page 0 of data.mdb: a 16-byte page header, then the meta (magic, version, address, map
+# size, then the free-pages database, whose first field holds the page size).
+_PSIZE_AT = 40
+_META_END = _PSIZE_AT + 4
+
+
 def _check_size(path: str, env: lmdb.Environment) -> None:
     """Raise ``ValueError`` when data.mdb is shorter than the pages the database uses.
 
@@ -568,10 +574,15 @@ def _check_size(path: str, env: lmdb.Environment) -> None:
     """
     data = os.path.join(path, "data.mdb")
     try:
-        size = os.path.getsize(data)
-        if size < 2 * mmap.PAGESIZE:
+        with open(data, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = os.pread(f.fileno(), _META_END, 0)
+        # The database's own page size, read (not mapped) from the first meta page: it need
+        # not be this machine's (a 4 KiB-page database on a 64 KiB-page host).
+        psize = struct.unpack_from("<I", head, _PSIZE_AT)[0] if len(head) == _META_END else 0
+        if size < 2 * psize or psize == 0:
             raise ValueError(f"{data} is {size} bytes, too short to hold an LMDB database (truncated?)")
-        need = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+        need = (env.info()["last_pgno"] + 1) * psize
     except (OSError, lmdb.Error) as e:
         raise ValueError(f"{path}: not a readable LMDB environment: {e}") from None
     if size < need:
