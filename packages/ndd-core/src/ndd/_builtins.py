@@ -75,6 +75,13 @@ def _cast_plan(src: np.dtype, dst: np.dtype) -> tuple:
     return ("round", work, half, lo, hi, big, info.max)
 
 
+# Floats to integers are converted in chunks of this many elements, so the temporaries
+# of the rounding stay in cache (64x224x224x3 float32 -> uint8: 12.8 ms in whole-array
+# passes, ~4 ms in chunks, against 1.8 ms for a plain astype). A second thread only
+# added interpreter-lock contention at this grain.
+_CHUNK = 1 << 17
+
+
 def _saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     """``x.astype(dst)`` with DALI's ConvertSat rules (see :func:`cast_plan`)."""
     plan = _cast_plan(x.dtype, dst)
@@ -83,20 +90,32 @@ def _saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     if plan[0] == "clip":
         src = x.dtype.type
         return np.clip(x, src(plan[1]), src(plan[2])).astype(dst)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(x.shape, dst)
+    dest = out.reshape(-1)
+    for lo in range(0, flat.size, _CHUNK):
+        _round_into(flat[lo:lo + _CHUNK], dest[lo:lo + _CHUNK], plan)
+    return out
+
+
+def _round_into(x: np.ndarray, out: np.ndarray, plan: tuple) -> None:
+    """One chunk of a float-to-integer ``("round", ...)`` plan, written into ``out``: the
+    clamped value plus ``half`` (with the value's sign), truncated toward zero by the
+    conversion itself."""
     _, work, half, lo, hi, big, top = plan
     x = np.asarray(x, dtype=work)
-    r = np.clip(x, lo, hi, out=np.empty_like(x))  # NaN stays NaN; lo and hi are integers,
-    if lo < 0:                                     # so rounding keeps the values in range
-        r += np.copysign(half, r)
-    else:  # non-negative: no sign to copy
-        r += half
-    np.trunc(r, out=r)
-    if np.isnan(np.add.reduce(r, axis=None)):  # finite after the clamp unless a NaN is there
+    r = np.clip(x, lo, hi)  # a NaN stays NaN
+    least = np.minimum.reduce(r)  # (np.minimum keeps a NaN: one cheap pass finds both)
+    if np.isnan(least):
         r[np.isnan(r)] = 0
-    out = r.astype(dst)
-    if big is not None:
+        least = np.minimum.reduce(r)
+    if least < 0:  # copysign costs ~5x an add here: only for chunks with negative values
+        r += np.copysign(half, r)
+    else:
+        r += half
+    np.copyto(out, r, casting="unsafe")
+    if big is not None and np.fmax.reduce(x) >= big:  # (fmax: a NaN does not hide the rest)
         out[x >= big] = top
-    return out
 
 
 def _cast_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
