@@ -364,10 +364,53 @@ def test_a_dataset_changed_on_disk_is_named_as_such(tmp_path, capfd):
     (tmp_path / "a" / "3.jpg").unlink()
     ndd.capture.set_worker_processes(2)
     try:
-        with pytest.raises(ValueError, match="made the File reader again from its arguments and found a "
-                                             r"different dataset \(.*size=12.*size=11\): did its files change"):
+        with pytest.raises(ValueError, match="could not make the File reader again from its arguments as "
+                                             r"the loop's process has it \(.*size=12.*size=11\): did its "
+                                             "files change"):
             for raw, _ in reader.next_epoch(batch_size=2, capture=True):
                 ndd.cast(raw, dtype=ndd.int32)
     finally:
         ndd.capture.set_worker_processes(None)
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_failed_read_is_raised_in_its_epoch_and_the_reader_reads_on(tmp_path):
+    """Pipeline on threads, a file that cannot be read for a while: the error comes in the
+    epoch the batch belongs to, also when the read-ahead hits it during the previous epoch,
+    and a later next_epoch reads on as eager mode does (also after a failed traced step)."""
+    files = []
+    for i in range(24):
+        files.append(str(tmp_path / f"{i:02d}.bin"))
+        (tmp_path / f"{i:02d}.bin").write_bytes(bytes([i]) * 4)
+
+    def run(capture, gone, back_after):
+        reader = ndd.readers.File(files=files, num_shards=2, shard_id=0)
+        os.rename(files[gone], files[gone] + ".x")
+        log = []
+        try:
+            for ep in range(3):
+                if ep == back_after:
+                    os.rename(files[gone] + ".x", files[gone])
+                try:
+                    for raw, _ in reader.next_epoch(batch_size=4, capture=capture):
+                        x = ndd.cast(raw, dtype=ndd.int32)  # alone on its line: Python 3.10 too
+                        log.append((ep, int(np.asarray(x.tensors[0])[0])))
+                    log.append((ep, "end"))
+                except ValueError as e:
+                    assert f"{gone:02d}.bin" in str(e)
+                    log.append((ep, "error"))
+        finally:
+            if os.path.exists(files[gone] + ".x"):
+                os.rename(files[gone] + ".x", files[gone])
+        return log
+
+    ndd.capture.set_worker_processes(0)
+    try:
+        logs = {}
+        for gone, back_after in ((12, 3), (1, 1)):  # the next epoch's first batch; the traced step's
+            logs[gone] = run(False, gone, back_after)
+            assert run(True, gone, back_after) == logs[gone]
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert logs[12] == [(0, 0), (0, 4), (0, 8), (0, "end"), (1, "error"), (2, "error")]
+    assert logs[1] == [(0, "error"), (1, 0), (1, 4), (1, 8), (1, "end"), (2, 12), (2, 16), (2, 20), (2, "end")]

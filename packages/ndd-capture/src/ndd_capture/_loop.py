@@ -933,11 +933,17 @@ class _Source:
 def _continuous(reader: Any, batch_size: int, skip: Any = None) -> Iterator:
     """The reader's batches across epochs, tagged with the epoch number and the reader's
     state after the batch (what ``get_state`` reports while the loop holds that batch).
-    ``skip`` is handed to the reader (see core's ``Reader._epoch``)."""
+    ``skip`` is handed to the reader (see core's ``Reader._epoch``). A read that fails
+    ends the stream with a :class:`Failure` tagged ``(epoch, None)``, so that it is raised
+    in the epoch it belongs to."""
     ep = 0
     while True:
-        for outs in (reader._epoch(batch_size) if skip is None else reader._epoch(batch_size, skip)):
-            yield (ep, reader._state()), outs
+        try:
+            for outs in (reader._epoch(batch_size) if skip is None else reader._epoch(batch_size, skip)):
+                yield (ep, reader._state()), outs
+        except Exception as e:  # noqa: BLE001 - delivered in order, like a step's failure
+            yield Failure(e, (ep, None))
+            return
         ep += 1
 
 
@@ -975,8 +981,17 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
         if loop.rebase:
             loop._rebase()
         if loop.step < 0 or loop.eager_only:  # trace (or the eager fallback after an empty trace)
-            extra, outs = loop.carry if loop.carry is not None else next(loop.source)
+            item = loop.carry if loop.carry is not None else next(loop.source)
             loop.carry = None
+            if isinstance(item, Failure):
+                if item.extra is not None and epoch is not None and item.extra[0] != epoch:
+                    loop.carry = item  # a read of the next epoch failed: raised there
+                    _print_report(loop)
+                    return
+                loop.source.close()  # the next epoch reads again from where the reader stands,
+                loop.source = _Source(reader, loop.batch_size)  # as eager mode does
+                raise item.error
+            extra, outs = item
             vals = None
         else:
             item = loop.carry if loop.carry is not None else loop.worker.get()
@@ -987,8 +1002,8 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                     _print_report(loop)
                     return
                 loop._teardown("pipeline error")
-                if item.extra is not None:  # the failed step's batch was read, as in eager mode
-                    reader._loop_state = item.extra[1]
+                if item.extra is not None and item.extra[1] is not None:  # the failed step's batch
+                    reader._loop_state = item.extra[1]                    # was read, as in eager mode
                 raise item.error
             if item is END:
                 _print_report(loop)

@@ -148,13 +148,14 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
             cls = getattr(cls, part)
         args, kwargs = spec["ctor"]
         os.chdir(spec["cwd"])  # relative paths mean what they meant when the reader was made
-        reader = cls(*args, **kwargs)
         try:
+            reader = cls(*args, **kwargs)
             reader.set_state(ndd.ReaderState.from_dict(spec["qualname"], spec["state"]))
         except ValueError as e:  # the same arguments found another dataset
             raise ValueError(
-                f"capture's worker process made the {spec['qualname']} reader again from its arguments "
-                f"and found a different dataset ({e}): did its files change after the reader was made?"
+                f"capture's worker process could not make the {spec['qualname']} reader again from its "
+                f"arguments as the loop's process has it ({e}): did its files change after the reader "
+                "was made?"
             ) from None
         allowance = 0
         taken = spec["taken"]  # the parent took these steps itself (the traced step)
@@ -167,9 +168,13 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
 
         takes_skip = "skip" in inspect.signature(reader._epoch).parameters
         stream = _continuous(reader, spec["batch_size"], skip if takes_skip else None)
-        for k, (extra, outs) in enumerate(stream, start=-taken):
+        for k, item in enumerate(stream, start=-taken):
+            if isinstance(item, Failure):  # a read failed: sent tagged with its epoch
+                step_extra = item.extra
+                raise item.error
             if k < start or k % workers != j:
                 continue
+            extra, outs = item
             while allowance == 0:
                 if not conn.poll(spec["park_s"]):  # nobody consumes: park (the parent restarts us)
                     conn.send(("parked",))
