@@ -322,7 +322,8 @@ def test_step_transport_round_trip(shared):
 def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, processes):
     """A corrupt record fails its step mid-epoch; the caller catches the error and calls
     next_epoch again: capture mode goes on after the failed batch, as eager mode does
-    (neither from the traced step nor past the pipeline's read-ahead)."""
+    (neither from the traced step nor past the pipeline's read-ahead), with the failed
+    step's random values drawn, as by an eager body that reads its images after them."""
     import cv2
 
     from ndd_readers._caffe2 import write_caffe2_lmdb
@@ -334,20 +335,24 @@ def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, p
     try:
         for capture in (False, True):
             reader = ndd.readers.Caffe2(path=str(tmp_path))
-            firsts, errors = [], []
+            rng = ndd.random.RNG(7)
+            firsts, errors, angles = [], [], []
             for _ in range(2):
                 try:
                     for jpegs, labels in reader.next_epoch(batch_size=4, capture=capture):
+                        a = ndd.random.uniform(batch_size=4, range=[-5.0, 5.0], rng=rng)
                         ndd.decoders.image(jpegs).evaluate()
                         lab = ndd.cast(labels, dtype=ndd.int64)  # alone on its line: Python 3.10 too
                         firsts.append(int(np.array(ndd.as_tensor(lab)).ravel()[0]))
+                        angles.append(float(np.asarray(a.tensors[0])))
                 except ValueError as e:
                     errors.append(str(e) + str(e.__cause__))
-            runs[capture] = firsts, errors
+            runs[capture] = firsts, errors, angles, str(rng.get_state())
     finally:
         ndd.capture.set_worker_processes(None)
     assert runs[False][0] == [0, 4, 8, 12, 16, 24, 28, 32, 36, 40, 44]
     assert runs[True][0] == runs[False][0]
+    assert runs[True][2] == runs[False][2] and runs[True][3] == runs[False][3]  # angles, RNG state
     for capture in (False, True):  # the error names the record the bad sample came from
         assert len(runs[capture][1]) == 1
         assert f"cannot decode sample 1 (read from {tmp_path}: record 21 (key " in runs[capture][1][0]

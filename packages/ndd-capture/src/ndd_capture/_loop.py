@@ -1004,6 +1004,10 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                 loop._teardown("pipeline error")
                 if item.extra is not None and item.extra[1] is not None:  # the failed step's batch
                     reader._loop_state = item.extra[1]                    # was read, as in eager mode
+                    # ... and its random values drawn: an eager body meets a kernel's error when
+                    # it reads a result, usually after its random calls (the tutorial's .torch())
+                    for tr in loop.rng_tracks.values():
+                        tr.rng.advance(tr.period)
                 raise item.error
             if item is END:
                 _print_report(loop)
