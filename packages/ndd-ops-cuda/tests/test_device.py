@@ -122,10 +122,15 @@ def test_stream_for_is_a_null_context_on_the_emulation():
     assert BACKEND.stream() is None
 
 
+def _run_without_emulation(code: str) -> str:
+    """The stdout of ``code`` run by a fresh interpreter with the emulation switched off."""
+    env = {k: v for k, v in os.environ.items() if k != "NDD_CUDA_EMULATE"}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+
+
 @pytest.mark.skipif(CUDA, reason="this machine has CUDA: the backend is available without emulation")
 def test_without_cuda_or_emulation_the_backend_is_unavailable():
-    env = {k: v for k, v in os.environ.items() if k != "NDD_CUDA_EMULATE"}
-    code = (
+    out = _run_without_emulation(
         "import ndd\n"
         "rep = ndd.plugins.report()\n"
         "rec = [r for r in rep.loaded if r.group == 'ndd.devices' and r.name == 'gpu'][0]\n"
@@ -136,7 +141,6 @@ def test_without_cuda_or_emulation_the_backend_is_unavailable():
         "except RuntimeError as e:\n"
         "    print('ERROR', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert "REASON ndd-ops-cuda:" in out
     assert "\nunavailable  ndd.devices" in out
     assert "ERROR The GPU backend (from ndd-ops-cuda 0.1.0) is installed but unusable: ndd-ops-cuda:" in out
@@ -144,8 +148,7 @@ def test_without_cuda_or_emulation_the_backend_is_unavailable():
 
 @pytest.mark.skipif(CUDA, reason="this machine has CUDA: the backend is available without emulation")
 def test_without_cuda_or_emulation_an_op_on_the_gpu_device_says_why():
-    env = {k: v for k, v in os.environ.items() if k != "NDD_CUDA_EMULATE"}
-    code = (
+    out = _run_without_emulation(
         "import ndd\n"
         "x = ndd.tensor([1.5])\n"
         "for f in (lambda: x.gpu(), lambda: ndd.cast(x, dtype=ndd.int32, device='gpu'),\n"
@@ -155,7 +158,6 @@ def test_without_cuda_or_emulation_an_op_on_the_gpu_device_says_why():
         "    except RuntimeError as e:\n"
         "        print('ERROR', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
     assert len(lines) == 3 and len(set(lines)) == 1, out
     assert lines[0].startswith("ERROR The GPU backend (from ndd-ops-cuda 0.1.0) is installed but unusable: ")

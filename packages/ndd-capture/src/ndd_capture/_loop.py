@@ -980,27 +980,18 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             raise RuntimeError("The capture-mode loop was invalidated and cannot continue.")
         if loop.rebase:
             loop._rebase()
-        if loop.step < 0 or loop.eager_only:  # trace (or the eager fallback after an empty trace)
-            item = loop.carry if loop.carry is not None else next(loop.source)
-            loop.carry = None
-            if isinstance(item, Failure):
-                if item.extra is not None and epoch is not None and item.extra[0] != epoch:
-                    loop.carry = item  # a read of the next epoch failed: raised there
-                    _print_report(loop)
-                    return
-                loop.source.close()  # the next epoch reads again from where the reader stands,
-                loop.source = _Source(reader, loop.batch_size)  # as eager mode does
-                raise item.error
-            extra, outs = item
-            vals = None
-        else:
-            item = loop.carry if loop.carry is not None else loop.worker.get()
-            loop.carry = None
-            if isinstance(item, Failure):
-                if item.extra is not None and epoch is not None and item.extra[0] != epoch:
-                    loop.carry = item  # a step of the next epoch failed: raised there
-                    _print_report(loop)
-                    return
+        direct = loop.step < 0 or loop.eager_only  # trace (or the eager fallback after an empty trace)
+        item = loop.carry if loop.carry is not None else next(loop.source) if direct else loop.worker.get()
+        loop.carry = None
+        if isinstance(item, Failure):
+            if item.extra is not None and epoch is not None and item.extra[0] != epoch:
+                loop.carry = item  # a step of the next epoch failed: raised in that epoch
+                _print_report(loop)
+                return
+            if direct:  # a read failed: the next epoch reads again from where the reader stands,
+                loop.source.close()  # as eager mode does
+                loop.source = _Source(reader, loop.batch_size)
+            else:
                 loop._teardown("pipeline error")
                 if item.extra is not None and item.extra[1] is not None:  # the failed step's batch
                     reader._loop_state = item.extra[1]                    # was read, as in eager mode
@@ -1008,10 +999,13 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                     # it reads a result, usually after its random calls (the tutorial's .torch())
                     for tr in loop.rng_tracks.values():
                         tr.rng.advance(tr.period)
-                raise item.error
-            if item is END:
-                _print_report(loop)
-                return
+            raise item.error
+        if item is END:
+            _print_report(loop)
+            return
+        if direct:
+            (extra, outs), vals = item, None
+        else:
             extra, outs, vals = item
         ep = extra[0]
         if epoch is None:
