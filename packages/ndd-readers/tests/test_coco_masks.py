@@ -101,7 +101,7 @@ def masks_coco(tmp_path):
         "categories": [{"id": 9}, {"id": 3}],
         "annotations": [
             {"image_id": 1, "bbox": [0, 0, 9, 8], "category_id": 9, "segmentation": [tri]},
-            {"image_id": 1, "bbox": [1, 1, 4, 3], "category_id": 3,  # later: overwrites the triangle
+            {"image_id": 1, "bbox": [1, 1, 4, 3], "category_id": 3,  # the higher label: over the triangle
              "segmentation": [rect(1, 1, 5, 4), rect(7, 6, 9, 8)]},
             {"image_id": 1, "bbox": [0, 0, 1, 1], "category_id": 9},  # no segmentation: no pixels
             {"image_id": 2, "bbox": [0, 0, 6, 5], "category_id": 3, "iscrowd": 1,
@@ -124,36 +124,25 @@ def test_pixelwise_masks(masks_coco):
     assert [m.shape for m in masks] == [(8, 10, 1), (5, 6, 1), (5, 10, 1), (2, 3, 1)]
     assert all(s[3].dtype == ndd.int32 and s[3].layout == "HWC" for s in samples)
     assert [int(np.asarray(s[4])[0]) for s in samples] == [1, 2, 3, 4]
-    # image 1: triangle (category 9 -> label 2), then two rectangles of category 3 (label 1) on top
-    want = np.where(pnpoly(np.reshape(ref["tri"], (-1, 2)).tolist(), 8, 10), 2, 0)
-    want[1:4, 1:5] = 1
-    want[6:8, 7:9] = 1
+    # image 1: triangle (category 9 -> label 1, the categories' list order), and two
+    # rectangles of category 3 (label 2), which win where they overlap (the higher label)
+    want = np.where(pnpoly(np.reshape(ref["tri"], (-1, 2)).tolist(), 8, 10), 1, 0)
+    want[1:4, 1:5] = 2
+    want[6:8, 7:9] = 2
     np.testing.assert_array_equal(masks[0][..., 0], want)
-    assert (want == 2).sum() > 10 and np.asarray(samples[0][2]).tolist() == [2, 1, 2]
-    np.testing.assert_array_equal(masks[1][..., 0], np.where(ref["crowd"], 1, 0))
-    np.testing.assert_array_equal(masks[2][..., 0], np.where(ref["squiggle"], 2, 0))
+    assert (want == 1).sum() > 10 and np.asarray(samples[0][2]).tolist() == [1, 2, 1]
+    np.testing.assert_array_equal(masks[1][..., 0], np.where(ref["crowd"], 2, 0))
+    np.testing.assert_array_equal(masks[2][..., 0], np.where(ref["squiggle"], 1, 0))
     assert not masks[3].any()
     # original category ids with avoid_class_remapping; batches keep the layout
     r = ndd.readers.COCO(file_root=root, annotations_file=ann, pixelwise_masks=True, avoid_class_remapping=True)
     _, _, _, mb = next(iter(r.next_epoch(batch_size=4)))
     assert mb.layout == "HWC" and mb.shape[0] == (8, 10, 1)
     first = np.asarray(mb.tensors[0] if hasattr(mb, "tensors") else list(mb)[0])[..., 0]
-    np.testing.assert_array_equal(first, np.where(want == 2, 9, np.where(want == 1, 3, 0)))
-
-
-def test_overlap_later_annotation_wins(tmp_path):
-    (tmp_path / "a.jpg").write_bytes(b"x")
-    anns = [{"image_id": 1, "bbox": [0, 0, 4, 4], "category_id": 2, "segmentation": [rect(0, 0, 4, 4)]},
-            {"image_id": 1, "bbox": [2, 2, 4, 4], "category_id": 1, "segmentation": [rect(2, 2, 6, 6)]}]
-    data = {"images": [{"id": 1, "file_name": "a.jpg", "width": 6, "height": 6}],
-            "categories": [{"id": 1}, {"id": 2}], "annotations": anns}
-    (tmp_path / "a.json").write_text(json.dumps(data))
-    (_, _, _, m), = ndd.readers.COCO(file_root=tmp_path, annotations_file=tmp_path / "a.json",
-                                      pixelwise_masks=True).next_epoch()
-    want = np.zeros((6, 6), int)
-    want[0:4, 0:4] = 2
-    want[2:6, 2:6] = 1
-    np.testing.assert_array_equal(np.asarray(m)[..., 0], want)
+    tri = pnpoly(np.reshape(ref["tri"], (-1, 2)).tolist(), 8, 10)
+    rects = np.zeros((8, 10), bool)
+    rects[1:4, 1:5] = rects[6:8, 7:9] = True
+    np.testing.assert_array_equal(first, np.maximum(9 * tri, 3 * rects))  # id 9 now the higher
 
 
 def test_compressed_rle_round_trip_through_reader(tmp_path):
@@ -200,3 +189,29 @@ def test_mask_errors(masks_coco, tmp_path):
     expect({"counts": [30]}, r"an RLE `segmentation` needs `size` \[h, w\] and `counts`")
     expect([[1, 2, 3, 4, 5]], "a polygon must hold finite x, y pairs, got 5 numbers")
     expect("nope", "`segmentation` must be a list of polygons or an RLE dict")
+
+
+def test_pixelwise_overlap_keeps_the_higher_label(tmp_path):
+    """Where two annotations overlap, the pixel holds the higher label whichever comes first
+    (DALI 2.4 observed on these two images)."""
+    (tmp_path / "a.jpg").write_bytes(b"x")
+    (tmp_path / "b.jpg").write_bytes(b"x")
+    big, shifted = rect(0, 0, 5, 4), rect(2, 1, 7, 5)
+    data = {"images": [{"id": 1, "file_name": "a.jpg", "width": 8, "height": 6},
+                       {"id": 2, "file_name": "b.jpg", "width": 8, "height": 6}],
+            "categories": [{"id": 1}, {"id": 2}],
+            "annotations": [
+                {"image_id": 1, "bbox": [0, 0, 5, 4], "category_id": 1, "segmentation": [big]},
+                {"image_id": 1, "bbox": [2, 1, 5, 4], "category_id": 2, "segmentation": [shifted]},
+                {"image_id": 2, "bbox": [0, 0, 5, 4], "category_id": 2, "segmentation": [big]},
+                {"image_id": 2, "bbox": [2, 1, 5, 4], "category_id": 1, "segmentation": [shifted]}]}
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps(data))
+    r = ndd.readers.COCO(file_root=tmp_path, annotations_file=ann, pixelwise_masks=True)
+    first, second = (np.asarray(s[3])[..., 0] for s in r.next_epoch())
+    a = np.zeros((6, 8), int)
+    a[0:4, 0:5] = 1
+    b = np.zeros((6, 8), int)
+    b[1:5, 2:7] = 1
+    np.testing.assert_array_equal(first, np.maximum(a, 2 * b))
+    np.testing.assert_array_equal(second, np.maximum(2 * a, b))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import threading
 import time
@@ -141,6 +142,31 @@ def test_file_list_and_files(tmp_path):
     assert [int(np.asarray(lab)[0]) for _, lab in r.next_epoch()] == [0, 1]
     r = ndd.readers.File(file_root=tmp_path, files=["c.jpg"], labels=[42])
     assert [int(np.asarray(lab)[0]) for _, lab in r.next_epoch()] == [42]
+
+
+def test_file_shuffled_shards_are_dalis(tmp_path):
+    """random_shuffle=True with 3 shards, read in order (initial_fill=1): each shard's epochs
+    are the blocks DALI 2.4 gives for the same list (observed: its File reader shuffles the
+    list once with a fixed seed, the same on every shard, then cuts it into shards)."""
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    observed = {0: [[10, 0, 2, 11], [7, 1, 6, 5], [3, 9, 8, 4, 12]],
+                1: [[7, 1, 6, 5], [3, 9, 8, 4, 12], [10, 0, 2, 11]],
+                2: [[3, 9, 8, 4, 12], [10, 0, 2, 11], [7, 1, 6, 5]]}
+    for shard, epochs in observed.items():
+        r = ndd.readers.File(files=[f] * 13, labels=list(range(13)), random_shuffle=True,
+                             initial_fill=1, num_shards=3, shard_id=shard)
+        got = [[int(np.asarray(lab)[0]) for _, lab in r.next_epoch()] for _ in range(3)]
+        assert got == epochs
+    # with the default shuffle buffer, every epoch still reads exactly its shard's block
+    for e in range(3):
+        seen = []
+        for shard in range(3):
+            r = ndd.readers.File(files=[f] * 13, labels=list(range(13)), random_shuffle=True,
+                                 num_shards=3, shard_id=shard, seed=5)
+            epochs = [[int(np.asarray(lab)[0]) for _, lab in r.next_epoch()] for _ in range(e + 1)]
+            seen += epochs[e]
+        assert sorted(seen) == list(range(13))
 
 
 @pytest.mark.parametrize("kw,match", [
@@ -587,6 +613,20 @@ def test_numpy_keeps_dtype_and_shape(tmp_path):
         next(iter(r.next_epoch()))
 
 
+def test_numpy_file_root_lists_root_then_one_level_of_folders(tmp_path):
+    """As DALI's Numpy reader: the root's files first, then each sub-folder's (sorted), and
+    nothing deeper (observed with DALI 2.4)."""
+    (tmp_path / "s1" / "s2").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    np.save(tmp_path / "top.npy", np.array([0]))
+    np.save(tmp_path / "s1" / "a.npy", np.array([1]))
+    np.save(tmp_path / "s1" / "s2" / "deep.npy", np.array([2]))
+    np.save(tmp_path / "b" / "z.npy", np.array([3]))
+    np.save(tmp_path / "b" / "c.npy", np.array([4]))
+    out = [int(np.asarray(o[0])[0]) for o in ndd.readers.Numpy(file_root=tmp_path).next_epoch()]
+    assert out == [0, 4, 3, 1]
+
+
 def test_numpy_file_list_and_errors(tmp_path):
     np.save(tmp_path / "x.npy", np.zeros(3, np.uint8))
     (tmp_path / "l.txt").write_text("x.npy\nx.npy\n")
@@ -649,7 +689,7 @@ def test_coco_outputs(coco):
     img, boxes, labels, ids = samples[0]
     assert bytes(np.asarray(img)) == payload(1) and img.dtype == ndd.uint8
     assert boxes.dtype == ndd.float32 and np.asarray(boxes).tolist() == [[1, 2, 3, 4], [0, 0, 5, 5]]
-    assert labels.dtype == ndd.int32 and np.asarray(labels).tolist() == [2, 1]
+    assert labels.dtype == ndd.int32 and np.asarray(labels).tolist() == [1, 2]  # list order: 90, 7
     assert np.asarray(samples[1][1]).shape == (0, 4) and np.asarray(samples[1][2]).shape == (0,)
     assert np.asarray(samples[2][1]).tolist() == [[10, 10, 20, 5]]  # the 0.05-wide box is dropped
     r = ndd.readers.COCO(file_root=root, annotations_file=ann, ltrb=True, ratio=True, skip_empty=True,
@@ -661,6 +701,21 @@ def test_coco_outputs(coco):
     np.testing.assert_allclose(np.asarray(samples[1][1]), [[0.1, 0.2, 0.3, 0.3]])
     imgs, boxes, labels = next(iter(ndd.readers.COCO(file_root=root, annotations_file=ann).next_epoch(batch_size=3)))
     assert boxes.shape == [(2, 4), (0, 4), (1, 4)] and labels.shape == [(2,), (0,), (1,)]
+
+
+def test_coco_labels_follow_the_categories_list_order(coco, tmp_path):
+    """Category ids are numbered 1..K in the order the JSON lists them (DALI 2.4 observed:
+    categories [12, 3, 7] give 12 -> 1, 3 -> 2, 7 -> 3), not by sorted id."""
+    root, ann = coco
+    data = json.loads(ann.read_text())
+    data["categories"] = [{"id": 90}, {"id": 7}]  # the fixture's order: 90 first
+    ann.write_text(json.dumps(data))
+    _, _, labels = next(iter(ndd.readers.COCO(file_root=root, annotations_file=ann).next_epoch()))
+    assert np.asarray(labels).tolist() == [1, 2]  # image 1: category 90, then 7
+    data["categories"] = [{"id": 7}, {"id": 90}]
+    ann.write_text(json.dumps(data))
+    _, _, labels = next(iter(ndd.readers.COCO(file_root=root, annotations_file=ann).next_epoch()))
+    assert np.asarray(labels).tolist() == [2, 1]
 
 
 def test_coco_polygons(coco):

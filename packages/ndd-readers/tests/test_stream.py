@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from ndd_readers._stream import Cursor, SampleStream, buffer_shuffle
+from ndd_readers._stream import Cursor, SampleStream, buffer_shuffle, dali_list_order
 
 
 def run(stream: SampleStream, batch_size: int, epochs: int, cur: Cursor | None = None):
@@ -177,6 +177,69 @@ def test_random_shuffle_is_seeded_and_keeps_passes_apart():
     for e in padded:
         seq = sum(e, [])
         assert sorted(seq[:10]) == list(range(10)) and seq[10:] == [seq[9]] * 2
+
+
+@pytest.mark.parametrize("n,shards,fill", [(13, 3, 1024), (13, 3, 2), (20, 4, 3), (7, 7, 1024), (10, 1, 4)])
+def test_random_shuffle_keeps_each_shards_block_apart(n, shards, fill):
+    """Shuffling never mixes two shards' blocks: in sample mode every epoch of every shard
+    is a permutation of its own block (so the shards partition the data each epoch), and
+    in batch mode the stream is the unshuffled stream with each block run permuted."""
+    for shard in range(shards):
+        stream = SampleStream(n, num_shards=shards, shard_id=shard, random_shuffle=True,
+                              initial_fill=fill, seed=3)
+        got, _ = run(stream, 1, 2 * shards)
+        for e, batches in enumerate(got):
+            k = (shard + e) % shards
+            assert sorted(sum(batches, [])) == list(range(k * n // shards, (k + 1) * n // shards))
+        for bs in (3, 4):
+            stream = SampleStream(n, num_shards=shards, shard_id=shard, random_shuffle=True,
+                                  initial_fill=fill, seed=3)
+            shuffled = sum(sum(run(stream, bs, 2 * shards)[0], []), [])
+            plain = sum(sum(reference_epochs(n, shards, shard, False, False, bs, 2 * shards), []), [])
+            assert len(shuffled) == len(plain)
+            at = 0
+            while at < len(plain):  # runs of one block in the unshuffled stream
+                k = ((plain[at] + 1) * shards - 1) // n
+                end = at
+                while end < len(plain) and ((plain[end] + 1) * shards - 1) // n == k \
+                        and (end == at or plain[end] == plain[end - 1] + 1):
+                    end += 1
+                whole = end - at == (k + 1) * n // shards - k * n // shards
+                if whole:  # a complete run is a permutation of the block
+                    assert sorted(shuffled[at:end]) == plain[at:end]
+                else:  # the run cut by the end of what was read: samples of that block only
+                    assert set(shuffled[at:end]) <= set(range(k * n // shards, (k + 1) * n // shards))
+                at = end
+
+
+def test_file_list_order_is_dalis():
+    """The one-off shuffle of a file list, against the orders DALI 2.4's File reader gives
+    with random_shuffle=True and initial_fill=1 (which then reads the list in order)."""
+    assert dali_list_order(13) == [10, 0, 2, 11, 7, 1, 6, 5, 3, 9, 8, 4, 12]
+    assert dali_list_order(120)[:20] == [30, 17, 59, 53, 56, 14, 20, 99, 107, 78, 50, 4, 46, 57,
+                                         97, 40, 7, 113, 82, 106]
+    assert dali_list_order(1000)[:20] == [30, 812, 788, 887, 165, 659, 376, 711, 318, 513, 613,
+                                          324, 188, 557, 535, 643, 678, 549, 818, 333]
+    # past 65,536 entries each swap position takes its own draw
+    assert dali_list_order(70001)[:20] == [14022, 67989, 4767, 37944, 42924, 24812, 34586, 65034,
+                                           43369, 11806, 36280, 25885, 13115, 26000, 20822, 18066,
+                                           20630, 61995, 10370, 24079]
+    assert sorted(dali_list_order(70001)) == list(range(70001))
+    assert dali_list_order(1) == [0] and dali_list_order(0) == []
+
+
+def test_file_list_order_applies_before_sharding():
+    """With the list shuffled once, the shards are DALI's: consecutive blocks of that order."""
+    order = dali_list_order(13)
+    for shard in range(3):
+        s = SampleStream(13, num_shards=3, shard_id=shard, random_shuffle=True, initial_fill=1,
+                         shuffle_list=True)
+        got = [sum(e, []) for e in run(s, 1, 3)[0]]
+        for e in range(3):
+            k = (shard + e) % 3
+            assert got[e] == order[k * 13 // 3:(k + 1) * 13 // 3]
+    plain = SampleStream(13, random_shuffle=False, shuffle_list=True)  # only with random_shuffle
+    assert sum(run(plain, 13, 1)[0][0], []) == list(range(13))
 
 
 def test_random_seed_minus_one_is_random_but_recorded():

@@ -205,6 +205,10 @@ class StreamReader(Reader):
             self._init()
 
     # -- hooks for the concrete readers ------------------------------------------------
+    # True for readers of a list of files (File, Numpy, COCO): with random_shuffle, DALI
+    # shuffles such a list once, the same on every shard, before cutting it into shards.
+    _SHUFFLES_LIST = False
+
     def _open(self) -> Dataset:
         raise NotImplementedError
 
@@ -213,7 +217,7 @@ class StreamReader(Reader):
         if self._stream is None:
             ds = self._open()
             try:
-                self._stream = SampleStream(len(ds), **self._stream_args)
+                self._stream = SampleStream(len(ds), shuffle_list=self._SHUFFLES_LIST, **self._stream_args)
             except BaseException:
                 ds.close()
                 raise

@@ -43,7 +43,7 @@ class COCODataset(Dataset):
         try:
             infos = {int(im["id"]): (im["file_name"], float(im["width"]), float(im["height"]))
                      for im in data["images"]}
-            cat_ids = sorted(int(c["id"]) for c in data.get("categories", []))
+            cat_ids = [int(c["id"]) for c in data.get("categories", [])]  # remapped in list order, as DALI
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{where}: malformed `images` or `categories` entry: {e!r}") from None
         remap = {c: c if avoid_class_remapping else k for k, c in enumerate(cat_ids, 1)}
@@ -269,19 +269,21 @@ def rle_to_mask(counts: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 
 def pixelwise_mask(size: tuple[int, int], segs: list[tuple[int, list[Segment]]]) -> np.ndarray:
-    """int32 (H, W, 1): each pixel holds the label of the last annotation covering it (0: none)."""
+    """int32 (H, W, 1): each pixel holds the highest label of the annotations covering it
+    (0: none), as DALI's masks do."""
     h, w = size
     out = np.zeros((h, w, 1), np.int32)
     scratch = np.zeros((h, w), bool)
     for label, parts in segs:
         for kind, data in parts:
             if kind == "rle":
-                out[rle_to_mask(data, size), 0] = label
+                hit = rle_to_mask(data, size)
+                out[hit, 0] = np.maximum(out[hit, 0], label)
             else:
                 scratch[:] = False
                 for xy in data:
                     fill_polygon(scratch, xy)
-                out[scratch, 0] = label
+                out[scratch, 0] = np.maximum(out[scratch, 0], label)
     return out
 
 
@@ -291,7 +293,7 @@ class COCO(StreamReader):
 
     Images are the encoded files (uint8 1-D); bboxes float32 [M, 4] in ``xywh`` (``ltrb``
     with ``ltrb=True``), divided by the image size with ``ratio=True``; labels int32 [M],
-    category ids remapped to 1..K in id order unless ``avoid_class_remapping``; image ids
+    category ids remapped to 1..K in the order of ``categories`` unless ``avoid_class_remapping``; image ids
     int32 (1,). Images are read in image-id order (or the order of ``images``). Boxes
     narrower or lower than ``size_threshold`` are dropped.
 
@@ -307,6 +309,8 @@ class COCO(StreamReader):
     Preprocessed annotations are not supported. See :class:`StreamReader` for the epoch,
     read-ahead and state rules.
     """
+
+    _SHUFFLES_LIST = True
 
     def __init__(
         self,

@@ -112,6 +112,8 @@ class File(StreamReader):
     See :class:`StreamReader` for the epoch, read-ahead and state rules.
     """
 
+    _SHUFFLES_LIST = True
+
     def __init__(
         self,
         max_batch_size: int | None = None,

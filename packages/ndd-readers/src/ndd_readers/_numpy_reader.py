@@ -241,19 +241,27 @@ def _native_dtype(arr: np.ndarray, path: str, i: int) -> np.dtype:
 
 
 def _walk(root: str, pattern: str) -> list[str]:
+    """The files matching ``pattern`` in ``root`` and in its sub-directories, one level
+    down (not deeper), as DALI lists them: the root's files first, then each sub-directory
+    in sorted order, each directory's files sorted."""
     if not os.path.isdir(root):
         raise ValueError(f"file_root {root!r} is not a directory")
     found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        found.extend(os.path.join(dirpath, f) for f in filenames if matches(f, [pattern], True))
-    return sorted(found)
+    with os.scandir(root) as entries:
+        entries = sorted(entries, key=lambda e: e.name)
+    for d in [None] + [e.name for e in entries if e.is_dir()]:
+        where = root if d is None else os.path.join(root, d)
+        with os.scandir(where) as inner:
+            names = sorted(e.name for e in inner if e.is_file() and matches(e.name, [pattern], True))
+        found.extend(os.path.join(where, n) for n in names)
+    return found
 
 
 class Numpy(StreamReader):
     """Reads ``.npy`` files: yields a 1-tuple ``(data,)`` with each file's dtype and shape.
 
-    Give ``file_root`` (all files matching ``file_filter`` below it, sorted), ``files``
+    Give ``file_root`` (the files matching ``file_filter`` in it and in its sub-directories,
+    one level down, as DALI lists them), ``files``
     (relative to ``file_root`` if given) or ``file_list`` (one name per line, relative to
     ``file_root`` or to the list's directory). See :class:`StreamReader` for the epoch,
     read-ahead and state rules.
@@ -274,6 +282,8 @@ class Numpy(StreamReader):
     ``Tensor``; a 0-d Tensor is a scalar; a ``Batch`` raises ValueError) and apply to
     every sample; ndd's readers take no per-call arguments.
     """
+
+    _SHUFFLES_LIST = True
 
     def __init__(
         self,
