@@ -140,8 +140,16 @@ def test_brightness_contrast(rng, dtype):
                                         contrast=2.0))
     ref0 = np.clip(2.0 * img, 0, 255) if dtype == np.uint8 else 2.0 * img  # floats are not clamped
     assert np.abs(per[0].astype(float) - ref0).max() <= 0.5 + 1e-6
-    f = ndd.brightness_contrast(rand_image(rng, 4, 4), dtype=ndd.float32)
-    assert f.dtype == ndd.float32 and as_np(f).max() <= 1.0
+    # another output type keeps the values' scale (DALI: uint8 172 gives float 172.0); the
+    # contrast centre stays the input type's, the shift is in the output type's range
+    u8 = rand_image(rng, 4, 4)
+    f = ndd.brightness_contrast(u8, dtype=ndd.float32)
+    assert f.dtype == ndd.float32
+    np.testing.assert_array_equal(as_np(f), u8.astype(np.float32))
+    f = as_np(ndd.brightness_contrast(u8, contrast=1.5, brightness_shift=0.25, dtype=ndd.float32))
+    np.testing.assert_allclose(f, 128 + 1.5 * (u8.astype(np.float64) - 128) + 0.25, rtol=1e-6, atol=1e-4)
+    back = as_np(ndd.brightness_contrast(u8.astype(np.float32), dtype=ndd.uint8))
+    np.testing.assert_array_equal(back, u8)
 
 
 def test_hsv_identity_and_gray(photos):
@@ -161,10 +169,24 @@ def test_hsv_hue_rotation_matches_yiq_formula(rng):
     out = as_np(ndd.hsv(img, hue=90.0, saturation=1.5))
     yiq = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]])
     q = img.astype(np.float64) @ yiq.T
-    i2 = 1.5 * (q[..., 1] * 0 - q[..., 2] * 1)
-    q2 = 1.5 * (q[..., 1] * 1 + q[..., 2] * 0)
+    i2 = 1.5 * q[..., 2]  # +90 degrees: (I, Q) -> (Q, -I), the way DALI turns the hue
+    q2 = -1.5 * q[..., 1]
     ref = np.stack([q[..., 0], i2, q2], -1) @ np.linalg.inv(yiq).T
     np.testing.assert_allclose(out, ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["hsv", "hue", "color_twist"])
+def test_positive_hue_turns_colours_as_hsv_hue_grows(op):
+    """Independent check of the direction (OpenCV's HSV): +30 degrees turns red towards
+    yellow, green towards cyan, blue towards magenta, each by roughly 30 degrees; DALI 2.4
+    gives exactly these pixels (observed: [171, 73, 0], [26, 188, 136], [82, 19, 197])."""
+    x = np.array([[[200, 40, 40], [40, 200, 40], [40, 40, 200]]], np.uint8)
+    y = as_np(getattr(ndd, op)(ndd.tensor(x, layout="HWC"), hue=30.0))
+    assert y.tolist() == [[[171, 73, 0], [26, 188, 136], [82, 19, 197]]]
+    h0 = cv2.cvtColor(x, cv2.COLOR_RGB2HSV_FULL)[..., 0].astype(float) * 360 / 256
+    h1 = cv2.cvtColor(y, cv2.COLOR_RGB2HSV_FULL)[..., 0].astype(float) * 360 / 256
+    turned = (h1 - h0) % 360
+    assert ((turned > 15) & (turned < 45)).all(), turned
 
 
 def test_color_twist(photos, rng):

@@ -261,8 +261,9 @@ def half_range(dt: np.dtype) -> float:
 
 
 def hsv_matrix(hue: float, saturation: float, value: float) -> np.ndarray:
-    """RGB -> RGB matrix: rotate the hue by ``hue`` degrees, scale chroma and luma, in YIQ space."""
-    a = math.radians(hue)
+    """RGB -> RGB matrix: rotate the hue by ``hue`` degrees, scale chroma and luma, in YIQ space.
+    A positive ``hue`` turns red towards yellow (HSV's hue grows), as DALI's does."""
+    a = -math.radians(hue)
     c, s = math.cos(a), math.sin(a)
     m = np.array([[value, 0, 0],
                   [0, value * saturation * c, -value * saturation * s],
@@ -272,8 +273,9 @@ def hsv_matrix(hue: float, saturation: float, value: float) -> np.ndarray:
 
 def brightness_contrast_params(args: KernelArgs, n: int, in_dt: np.dtype,
                                dt: np.dtype) -> tuple[list[float], list[float]]:
-    """Per sample ``(gain, offset)`` with ``out = x * gain + offset`` (in output units)."""
-    k = type_range(dt) / type_range(in_dt)
+    """Per sample ``(gain, offset)`` with ``out = x * gain + offset``. As in DALI, values keep
+    their scale when ``dtype`` differs from the input type (uint8 172 gives float 172.0); only
+    ``brightness_shift`` is in units of the output type's range."""
     gains, offsets = [], []
     for i in range(n):
         b = float(args.sample("brightness", i))
@@ -281,16 +283,16 @@ def brightness_contrast_params(args: KernelArgs, n: int, in_dt: np.dtype,
         ct = float(args.sample("contrast", i))
         cc = args.sample("contrast_center", i)
         cc = half_range(in_dt) if cc is None else float(cc)
-        gains.append(k * b * ct)
-        offsets.append(k * b * cc * (1 - ct) + sh * type_range(dt))
+        gains.append(b * ct)
+        offsets.append(b * cc * (1 - ct) + sh * type_range(dt))
     return gains, offsets
 
 
 def hsv_params(args: KernelArgs, n: int, in_dt: np.dtype,
                dt: np.dtype) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Per sample ``(matrix, offset)`` of ``hsv``: ``out = matrix @ rgb + offset``."""
-    k = type_range(dt) / type_range(in_dt)
-    mats = [k * hsv_matrix(float(args.sample("hue", i)), float(args.sample("saturation", i)),
+    """Per sample ``(matrix, offset)`` of ``hsv``: ``out = matrix @ rgb + offset`` (values keep
+    their scale across a change of type, as in DALI)."""
+    mats = [hsv_matrix(float(args.sample("hue", i)), float(args.sample("saturation", i)),
                            float(args.sample("value", i))) for i in range(n)]
     return mats, [np.zeros(3)] * n
 
@@ -298,16 +300,16 @@ def hsv_params(args: KernelArgs, n: int, in_dt: np.dtype,
 def color_twist_params(args: KernelArgs, n: int, in_dt: np.dtype,
                        dt: np.dtype) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per sample ``(matrix, offset)`` of ``color_twist``:
-    ``brightness * (contrast * (HS(rgb) - half) + half)``, HS the hue/saturation matrix."""
-    k = type_range(dt) / type_range(in_dt)
+    ``brightness * (contrast * (HS(rgb) - half) + half)``, HS the hue/saturation matrix
+    (values keep their scale across a change of type, as in DALI)."""
     half = half_range(in_dt)
     swap = np.eye(3)[::-1] if args["image_type"] == DALIImageType.BGR else np.eye(3)
     mats, offs = [], []
     for i in range(n):
         b, ct = float(args.sample("brightness", i)), float(args.sample("contrast", i))
         hs = swap @ hsv_matrix(float(args.sample("hue", i)), float(args.sample("saturation", i)), 1.0) @ swap
-        mats.append(k * b * ct * hs)
-        offs.append(np.full(3, k * b * (1 - ct) * half))
+        mats.append(b * ct * hs)
+        offs.append(np.full(3, b * (1 - ct) * half))
     return mats, offs
 
 

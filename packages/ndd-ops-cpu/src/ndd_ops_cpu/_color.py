@@ -3,8 +3,8 @@
 All three are per-pixel affine maps. uint8 -> uint8 goes through OpenCV
 (``cv2.LUT`` for brightness/contrast, ``cv2.transform`` for the 3x3 colour
 matrices; both saturate and release the GIL); other types through NumPy.
-Values are converted between the input and output ranges (uint8: 255, float: 1)
-when ``dtype`` differs from the input type.
+Values keep their scale when ``dtype`` differs from the input type (as in DALI: uint8
+172 gives float32 172.0).
 """
 
 from __future__ import annotations
