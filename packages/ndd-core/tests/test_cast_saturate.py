@@ -210,3 +210,17 @@ def test_cast_like_takes_the_type_of_like():
     assert b.dtype == ndd.int16 and [np.array(t).tolist() for t in b.tensors] == [[301, -6, 3, 0], [301, -6]]
     with pytest.raises(TypeError):
         ndd.cast_like(ndd.tensor(x))
+
+
+def test_constructors_with_dtype_convert_as_cast_does():
+    """tensor/as_tensor/batch(..., dtype=) round and saturate like ``cast`` (DALI converts
+    with its Cast; observed: [1.7, -2.7] -> [2, -3], int32 [300, -1] -> uint8 [255, 0])."""
+    f = np.array([1.7, -2.7, 0.5, 1.5, 2.5], np.float64)
+    want = np.array([2, -3, 1, 2, 3], np.int32)  # half away from zero
+    np.testing.assert_array_equal(np.asarray(ndd.tensor(f, dtype=ndd.int32)), want)
+    np.testing.assert_array_equal(np.asarray(ndd.as_tensor(f, dtype=ndd.int32)), want)
+    np.testing.assert_array_equal(np.asarray(ndd.tensor(np.array([300, -1], np.int32), dtype=ndd.uint8)), [255, 0])
+    b = ndd.batch([np.array([1.7]), np.array([-400.0])], dtype=ndd.int8)
+    assert [np.asarray(t).tolist() for t in b.tensors] == [[2], [-128]]
+    t = ndd.tensor(np.array([np.nan, 1e10], np.float32))
+    np.testing.assert_array_equal(np.asarray(ndd.tensor(t, dtype=ndd.uint8)), np.asarray(ndd.cast(t, dtype=ndd.uint8)))

@@ -250,8 +250,12 @@ def test_zeros_ones_full():
 
 def test_like_variants():
     t = ndd.tensor(X, layout="HWC")
-    zl = ndd.zeros_like(t)
-    assert zl.dtype == ndd.int32 and zl.layout == "HWC" and zl.shape == X.shape
+    zl = ndd.zeros_like(t)  # data_like's type, as DALI 2.4 gives
+    assert zl.dtype == t.dtype and zl.layout == "HWC" and zl.shape == X.shape
+    np.testing.assert_array_equal(A(zl), np.zeros(X.shape, A(t).dtype))
+    f = ndd.tensor(np.ones((2, 3), np.float32))
+    assert ndd.zeros_like(f).dtype == ndd.float32 and ndd.ones_like(f).dtype == ndd.float32
+    assert ndd.ones_like(ndd.tensor(np.ones(2, np.uint8))).dtype == ndd.uint8
     ol = ndd.ones_like(t, dtype=ndd.uint8)
     np.testing.assert_array_equal(A(ol), np.ones(X.shape, np.uint8))
     rb = ndd.batch(RAGGED)

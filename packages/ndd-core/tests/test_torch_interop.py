@@ -43,3 +43,17 @@ def test_from_torch():
     b = ndd.as_batch(src)
     assert b.batch_size == 2 and b.shape == [(3,), (3,)]
     assert ndd.dtype(torch.int16) == ndd.int16
+
+
+def test_reversed_slice_goes_to_torch_as_a_copy():
+    """torch has no negative strides: t[::-1] reaches torch as a compact copy, through
+    .torch() and through DLPack (torch aborted the process on the negative-stride export)."""
+    t = ndd.tensor(np.arange(8, dtype=np.int32).reshape(2, 4))[:, ::-1]
+    assert t.torch().tolist() == [[3, 2, 1, 0], [7, 6, 5, 4]]
+    assert torch.from_dlpack(t).tolist() == [[3, 2, 1, 0], [7, 6, 5, 4]]
+    r = ndd.tensor(np.arange(4, dtype=np.float32))[::-1]
+    assert r.torch(copy=False).tolist() == [3, 2, 1, 0]
+    fwd = ndd.tensor(np.arange(6, dtype=np.float32))[::2]  # forward strides still share memory
+    tt = fwd.torch()
+    tt[0] = 42
+    assert np.asarray(fwd)[0] == 42

@@ -82,7 +82,7 @@ def _cast_plan(src: np.dtype, dst: np.dtype) -> tuple:
 _CHUNK = 1 << 17
 
 
-def _saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+def saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     """``x.astype(dst)`` with DALI's ConvertSat rules (see :func:`cast_plan`)."""
     plan = _cast_plan(x.dtype, dst)
     if plan[0] == "plain":
@@ -123,8 +123,8 @@ def _cast_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
     npd = np.dtype(ctx.output_meta[0].dtype.numpy_dtype)
     bd = inputs[0]
     if bd.dense is not None:
-        return _saturate_cast(bd.dense, npd)
-    return [_saturate_cast(s, npd) for s in bd.samples]
+        return saturate_cast(bd.dense, npd)
+    return [saturate_cast(s, npd) for s in bd.samples]
 
 
 CAST = OpSchema(

@@ -106,12 +106,15 @@ def copy_array(arr: Any) -> Any:
 
 
 def cast_array(arr: Any, dt: _dtype.DType, copy: bool) -> Any:
-    """Convert ``arr`` to dtype ``dt`` (copy when needed or asked)."""
+    """Convert ``arr`` to dtype ``dt`` (copy when needed or asked). On the CPU the values
+    saturate and round as the ``cast`` operator's do (DALI converts with its Cast)."""
     npd = dt.numpy_dtype
     if isinstance(arr, np.ndarray):
         if arr.dtype == npd:
             return arr.copy() if copy else arr
-        return arr.astype(npd)
+        from ._builtins import saturate_cast  # (the cast operator's module imports this one)
+
+        return saturate_cast(arr, npd)
     return gpu_backend().astype(arr, npd, copy)
 
 

@@ -488,7 +488,7 @@ def _full_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
 
 def _like_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     m = inputs[0]
-    dt = inputs[1].dtype if len(inputs) > 1 else args["dtype"]
+    dt = inputs[1].dtype if len(inputs) > 1 else args["dtype"] or m.dtype  # as DALI: like's type
     return [OutMeta(dt, m.ndim, m.layout)]
 
 
@@ -590,10 +590,11 @@ ONES = OpSchema("ones", inputs=(), args={"shape": _SHAPE_ARG, "dtype": _DTYPE_AR
                 infer=_const_infer("ones"), doc="Data of the given shape filled with ones.")
 FULL = OpSchema("full", inputs=("fill_value",), args={"shape": _SHAPE_ARG, "layout": _LAYOUT_ARG},
                 infer=_full_infer, doc="Data of the given shape filled with (broadcast) fill_value.")
-ZEROS_LIKE = OpSchema("zeros_like", inputs=("data_like",), args={"dtype": _DTYPE_ARG}, infer=_like_infer,
-                      doc="Zeros with the shape of data_like.")
-ONES_LIKE = OpSchema("ones_like", inputs=("data_like",), args={"dtype": _DTYPE_ARG}, infer=_like_infer,
-                     doc="Ones with the shape of data_like.")
+_LIKE_DTYPE_ARG = Arg(DTYPE, default=None, doc="element type of the output (default: data_like's)")
+ZEROS_LIKE = OpSchema("zeros_like", inputs=("data_like",), args={"dtype": _LIKE_DTYPE_ARG}, infer=_like_infer,
+                      doc="Zeros with the shape (and, by default, the type) of data_like.")
+ONES_LIKE = OpSchema("ones_like", inputs=("data_like",), args={"dtype": _LIKE_DTYPE_ARG}, infer=_like_infer,
+                     doc="Ones with the shape (and, by default, the type) of data_like.")
 FULL_LIKE = OpSchema("full_like", inputs=("data_like", "fill_value"), infer=_full_like_infer,
                      doc="fill_value (broadcast) with the shape of data_like.")
 

@@ -131,14 +131,15 @@ class Tensor:
 
     # -- interop -----------------------------------------------------------
     def torch(self, copy: bool = False) -> Any:
-        """A ``torch.Tensor`` sharing this tensor's memory (unless ``copy``)."""
+        """A ``torch.Tensor`` sharing this tensor's memory (unless ``copy``, or unless the data
+        runs backwards, as in ``t[::-1]``: torch has no negative strides, so that is a copy)."""
         import torch
 
         a = self._array()
         if self._device.device_type != "cpu":
             t = _convert.gpu_backend().to_torch(a)
             return t.clone() if copy else t
-        if copy:
+        if copy or (isinstance(a, np.ndarray) and any(st < 0 for st in a.strides)):
             return torch.from_numpy(np.array(a))
         if isinstance(a, np.ndarray):
             if not a.flags.writeable:
@@ -166,6 +167,10 @@ class Tensor:
     def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
         a = self._array()
         if self._device.device_type == "cpu":
+            if any(st < 0 for st in a.strides):
+                # Exported as a compact copy: consumers such as torch abort the process on a
+                # DLPack tensor with negative strides (a reversed slice).
+                a = np.ascontiguousarray(a)
             return a.__dlpack__(**kwargs) if kwargs else a.__dlpack__()
         return _convert.gpu_backend().dlpack(a, stream, **kwargs)
 
