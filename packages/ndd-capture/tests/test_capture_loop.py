@@ -203,6 +203,70 @@ def test_rng_pattern_changes_raise(lmdb_path, change):
                 rng()
 
 
+@pytest.mark.parametrize("change", ["extra", "dropped"])
+def test_rng_pattern_change_on_an_epochs_last_step_raises_after_that_step(lmdb_path, change):
+    """Checked at the end of each step, not only when the next one begins: the last step of
+    the last epoch cannot skip or add a draw unnoticed (DALI raises there too)."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    rng = ndd.random.RNG(0)
+    steps = []
+    with pytest.raises(RuntimeError, match="The RNG of a captured operator was used unexpectedly"):
+        for i, _ in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            steps.append(i)
+            if not (change == "dropped" and i == 4):
+                ndd.random.uniform(batch_size=B, rng=rng)
+            if change == "extra" and i == 4:
+                rng()
+    assert steps == [0, 1, 2, 3, 4]  # 40 samples: step 4 is the epoch's last
+
+
+def _progress(it):  # a tqdm-style wrapper: the loop drives this generator, not the reader's
+    yield from it
+
+
+class _Wrapper:
+    def __init__(self, it):
+        self.it = iter(it)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self.it)
+
+
+@pytest.mark.parametrize("wrap", ["generator", "class", "helper"])
+def test_wrapped_reader_iterator_is_captured(lmdb_path, wrap):
+    """Wrapping the epoch's iterator (a progress bar, a helper calling next()) keeps capture:
+    the body's calls are found through the loop that drives the wrapper."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    rng = ndd.random.RNG(0)
+    out = []
+    for _ in range(2):
+        epoch = reader.next_epoch(batch_size=B, capture=True)
+        if wrap == "generator":
+            steps = _progress(epoch)
+        elif wrap == "class":
+            steps = _Wrapper(epoch)
+        else:
+            it = iter(epoch)
+
+            def take(it=it):
+                return next(it)
+
+            steps = iter(take, None)
+        try:
+            for jpegs, labels in steps:
+                images, targets = body(jpegs, labels, rng)
+                out.append((np.array(ndd.as_tensor(images)), np.array(ndd.as_tensor(targets))))
+        except StopIteration:  # iter(take, None) lets the reader's StopIteration through
+            pass
+    rep = ndd.capture.report()
+    assert all(site.captured for site in rep.sites) and len(rep.sites) == 6
+    assert sum(site.replayed for site in rep.sites) == 6 * (2 * 40 // B - 1)
+    assert_same((out, str(rng.get_state())), run(lmdb_path, False, epochs=2))
+
+
 def test_bare_draws_and_uncaptured_random_share_rng(lmdb_path):
     def loop(capture):
         reader = ndd.readers.Caffe2(path=lmdb_path)

@@ -291,6 +291,11 @@ class CaptureLoop:
         self.eager_only = False
         self.invalid: str | None = None
         self.loop_frame: Any = None
+        # The frames on the stack when the step was taken: a body call's chain ends at the
+        # first of them it meets. That is the loop's frame itself, or, when the reader's
+        # iterator is wrapped (a tqdm-style generator, a helper calling next()), the frame
+        # of the loop that drives the wrapper, which the body's calls pass through.
+        self.loop_stack: frozenset = frozenset()
         self.current: dict[int, list[Batch]] = {}
         self.rng_tracks: dict[int, _RNGTrack] = {}
         self.rng_start: dict[int, tuple[RNG, int]] = {}
@@ -321,13 +326,14 @@ class CaptureLoop:
             f = f.f_back
         site = f
         loop = self.loop_frame
+        stack = self.loop_stack
         chain = []
         while f is not None:
             # By the code's id: a key is hashed several times per call, and a code object's hash
             # walks its constants (a whole script's, for a loop at module level). _record
             # keeps the codes of every recorded key alive, so their ids stay theirs.
             chain.append((id(f.f_code), f.f_lasti))
-            if f is loop:
+            if f is loop or f in stack:
                 return site, tuple(chain)
             f = f.f_back
         return site, None
@@ -343,7 +349,7 @@ class CaptureLoop:
             f = site  # the frames of the key's chain (see _chain)
             while f is not None:
                 self.chain_codes.append(f.f_code)
-                if f is self.loop_frame:
+                if f is self.loop_frame or f in self.loop_stack:
                     break
                 f = f.f_back
         return rec
@@ -590,6 +596,12 @@ class CaptureLoop:
         self.loop_frame = loop_frame
         self.random_seen = set()
         self.fed = set()
+        stack = []
+        f = loop_frame
+        while f is not None:
+            stack.append(f)
+            f = f.f_back
+        self.loop_stack = frozenset(stack)
         if self.tracing:
             self.trace_step = self.step
             self.rng_start = {id(r): (r, r._draws) for r in list(LIVE_RNGS)}
@@ -790,7 +802,13 @@ class CaptureLoop:
             self.start_worker(self.source)
 
     def end_step(self) -> None:
-        """After a replayed step: every feeder must have been read."""
+        """After a replayed step: each captured RNG has made this step's draws (checked here
+        too, not only when the next step begins, so that the last step of an epoch cannot
+        skip or add a random call unnoticed), and every feeder has been read."""
+        for tr in self.rng_tracks.values():
+            if tr.rng._version != tr.version or tr.rng._draws != tr.start + (self.rel_step + 1) * tr.period:
+                self._teardown("rng")
+                raise RuntimeError(RNG_ERROR)
         for es in self.feeders:
             if id(es) not in self.fed:
                 self._teardown("feeder skipped")
