@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 
@@ -12,8 +14,9 @@ def _weights(kind: str, n_in: int, n_out: int, lo: float, hi: float, antialias: 
     w = np.zeros((n_out, n_in))
     for o in range(n_out):
         c = lo + (o + 0.5) * scale
-        if kind == "nn":
-            w[o, min(max(int(np.floor(c)), 0), n_in - 1)] = 1
+        if kind == "nn":  # exact arithmetic (the tests use sizes without centres on pixel edges)
+            exact = Fraction(lo) + (o + Fraction(1, 2)) * (Fraction(hi) - Fraction(lo)) / n_out
+            w[o, min(max(int(np.floor(exact)), 0), n_in - 1)] = 1
             continue
         radius = {"linear": 1.0, "cubic": 2.0, "lanczos3": 3.0}[kind] * shrink
         for i in range(int(np.floor(c - radius)) - 1, int(np.ceil(c + radius)) + 2):

@@ -58,6 +58,30 @@ def test_resize_nn_exact(rng):
     for size in [(40, 50), (9, 7)]:
         out = as_np(ndd.resize(img, size=size, interp_type=types.INTERP_NN))
         np.testing.assert_array_equal(out, refs.resample(img, size, "nn"))
+    # centres (almost) exactly on pixel edges: the rows and columns DALI 2.4 reads (observed
+    # on an image whose pixels hold their own coordinates), uint8 and float, sample and batch
+    observed = {(64, 48, 50, 23): ([0, 1, 3, 4, 5, 7, 8, 9, 10, 12, 13, 14, 15, 17, 18, 19, 21, 22, 23, 24, 26,
+                                    27, 28, 30, 31, 32, 33, 35, 36, 37, 39, 40, 41, 42, 44, 45, 46, 47, 49, 50,
+                                    51, 53, 54, 55, 56, 58, 59, 60, 62, 63],
+                                   [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 24, 26, 28, 30, 32, 34, 36, 38, 40,
+                                    42, 44, 46]),
+                (64, 48, 30, 40): ([1, 3, 5, 7, 9, 11, 13, 16, 18, 20, 22, 24, 26, 28, 30, 33, 35, 37, 39, 41, 43,
+                                    45, 48, 50, 52, 54, 56, 58, 60, 62],
+                                   [0, 1, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 15, 16, 17, 18, 19, 21, 22, 23, 24,
+                                    25, 27, 28, 29, 30, 31, 33, 34, 35, 36, 37, 39, 40, 41, 42, 43, 45, 46, 47]),
+                (100, 90, 37, 41): ([1, 4, 6, 9, 12, 14, 17, 20, 22, 25, 28, 31, 33, 36, 39, 41, 44, 47, 49, 52,
+                                     55, 58, 60, 63, 66, 68, 71, 74, 77, 79, 82, 85, 87, 90, 93, 95, 98],
+                                    [1, 3, 5, 7, 9, 12, 14, 16, 18, 20, 23, 25, 27, 29, 31, 34, 36, 38, 40, 42,
+                                     45, 47, 49, 51, 53, 55, 58, 60, 62, 64, 66, 69, 71, 73, 75, 77, 80, 82, 84,
+                                     86, 88])}
+    for (h, w, oh, ow), (rows, cols) in observed.items():
+        for dtype in (np.uint8, np.float32):
+            img = rand_image(rng, h, w, 3, dtype)
+            ref = img[rows][:, cols]
+            out = as_np(ndd.resize(img, resize_x=ow, resize_y=oh, interp_type=types.INTERP_NN))
+            np.testing.assert_array_equal(out, ref)
+            both = as_np(ndd.resize(ndd.batch([img, img]), size=(oh, ow), interp_type=types.INTERP_NN))
+            np.testing.assert_array_equal(both[1], ref)
 
 
 @pytest.mark.parametrize("kind,interp", [("linear", types.INTERP_LINEAR), ("cubic", types.INTERP_CUBIC),
@@ -69,7 +93,10 @@ def test_resize_antialiased_downscale(rng, kind, interp, dtype):
     ref = refs.resample(img, (41, 33), kind, antialias=True)
     # uint8: Pillow clips cubic/Lanczos overshoot to 0..255 between its two passes.
     tol = (2 if kind == "linear" else 8) if dtype == np.uint8 else 1e-4
-    assert _maxdiff(out[4:-4, 4:-4], ref[4:-4, 4:-4]) <= tol
+    assert _maxdiff(out, ref) <= tol  # the edges too: DALI repeats the edge pixel
+    noise = rand_image(rng, 64, 48, 3, np.float32)  # edges matter most on noise
+    out = as_np(ndd.resize(noise, size=(30, 40), interp_type=interp))
+    assert _maxdiff(out, refs.resample(noise, (30, 40), kind, antialias=True)) <= 1e-3
 
 
 @pytest.mark.parametrize("kind,interp", [("cubic", types.INTERP_CUBIC), ("lanczos3", types.INTERP_LANCZOS3)])
@@ -77,7 +104,7 @@ def test_resize_upscale_cubic_lanczos_float(rng, kind, interp):
     img = smooth_image(rng, 16, 12, 3, np.float32)
     out = as_np(ndd.resize(img, size=(40, 30), interp_type=interp))
     ref = refs.resample(img, (40, 30), kind)
-    assert _maxdiff(out[3:-3, 3:-3], ref[3:-3, 3:-3]) <= 2e-3
+    assert _maxdiff(out, ref) <= 2e-3
 
 
 def test_resize_no_antialias_downscale_cubic_and_gaussian(rng):
@@ -89,6 +116,20 @@ def test_resize_no_antialias_downscale_cubic_and_gaussian(rng):
     # A Gaussian is a low-pass filter: smoother than NN of the same image.
     nn = as_np(ndd.resize(img, size=(20, 20), interp_type=types.INTERP_NN))
     assert np.abs(np.diff(g, axis=1)).mean() < np.abs(np.diff(nn, axis=1)).mean()
+
+
+@pytest.mark.parametrize("kind,interp", [("linear", types.INTERP_LINEAR), ("cubic", types.INTERP_CUBIC),
+                                         ("lanczos3", types.INTERP_LANCZOS3)])
+def test_resize_roi_past_the_image_repeats_the_edge(rng, kind, interp):
+    """An ROI reaching past the image (as subpixel_scale often makes it, by a fraction of a
+    pixel) reads copies of the edge pixels, antialiased or not, uint8 and float."""
+    for dtype, tol in ((np.float32, 1e-3), (np.uint8, 8)):
+        img = smooth_image(rng, 64, 48, 3, dtype)
+        for lo, hi, size in (((-3.5, -2.0), (67.0, 50.0), (30, 40)), ((0.0, -0.4), (64.0, 48.4), (20, 20))):
+            out = as_np(ndd.resize(img, size=size, roi_start=lo, roi_end=hi, interp_type=interp,
+                                   subpixel_scale=False))
+            ref = refs.resample(img, size, kind, antialias=True, lo=lo, hi=hi)
+            assert _maxdiff(out, ref) <= tol, (dtype, lo, hi)
 
 
 def test_resize_roi_and_flip(rng):
@@ -136,7 +177,12 @@ def test_resize_dtype_float(rng):
     out = ndd.resize(img, size=(10, 10), dtype=ndd.float32)
     assert out.dtype == ndd.float32
     ref = as_np(ndd.resize(img.astype(np.float32), size=(10, 10)))
-    assert _maxdiff(as_np(out), ref) <= 1.0
+    assert _maxdiff(as_np(out), ref) <= 1e-4  # not rounded to whole numbers on the way
+    assert (np.abs(as_np(out) - np.round(as_np(out))) > 1e-3).mean() > 0.5
+    for interp in (types.INTERP_LINEAR, types.INTERP_CUBIC):  # OpenCV and Pillow engines
+        up = as_np(ndd.resize(img, size=(33, 27), interp_type=interp, antialias=False, dtype=ndd.float32))
+        ref = refs.resample(img, (33, 27), "linear" if interp == types.INTERP_LINEAR else "cubic", False)
+        assert _maxdiff(up, ref) <= 1e-3
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -576,14 +576,30 @@ def _filter(kind: DALIInterpType, in_size: float, out_size: int, antialias: bool
     return (lambda d: _lanczos3(3 * d)), 3 * shrink
 
 
+def nn_indices(n_in: int, n_out: int, lo: float, hi: float, rows: bool) -> np.ndarray:
+    """The input pixel nearest-neighbour resizing reads for each output pixel of one axis:
+    the one whose area holds the output pixel's centre, computed in float32 as DALI does,
+    so that centres falling (almost) exactly on a pixel edge pick the same pixel: columns as
+    ``lo + (x + 0.5) * scale``, rows by adding ``scale`` row after row (observed in DALI 2.4
+    on whole images and ROIs)."""
+    f32 = np.float32
+    scale = f32(f32(hi - lo) / f32(n_out))
+    if rows:
+        steps = np.full(n_out, scale, f32)
+        steps[0] = f32(f32(lo) + f32(0.5) * scale)
+        centres = np.add.accumulate(steps, dtype=f32)
+    else:
+        centres = f32(lo) + (np.arange(n_out, dtype=f32) + f32(0.5)) * scale
+    return np.clip(np.floor(centres), 0, n_in - 1).astype(np.intp)
+
+
 def axis_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
-              antialias: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Input indices and weights (n_out, taps) of one axis; edges clamped, weights sum to 1."""
-    scale = (hi - lo) / n_out
-    centres = lo + (np.arange(n_out) + 0.5) * scale
+              antialias: bool, rows: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Input indices and weights (n_out, taps) of one axis (``rows``: the vertical one);
+    edges clamped, weights sum to 1."""
     if kind == NN:
-        idx = np.clip(np.floor(centres), 0, n_in - 1).astype(np.intp)[:, None]
-        return idx, np.ones((n_out, 1), np.float32)
+        return nn_indices(n_in, n_out, lo, hi, rows)[:, None], np.ones((n_out, 1), np.float32)
+    centres = lo + (np.arange(n_out) + 0.5) * (hi - lo) / n_out
     f, radius = _filter(kind, abs(hi - lo), n_out, antialias)
     taps = int(math.ceil(2 * radius)) + 2
     first = np.floor(centres - radius - 0.5).astype(np.intp)

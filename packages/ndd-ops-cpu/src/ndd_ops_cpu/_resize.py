@@ -16,12 +16,19 @@ clamped. Filter choice per axis: ``min_filter`` when the axis shrinks,
 LINEAR becomes TRIANGULAR when shrinking, and TRIANGULAR, GAUSSIAN, CUBIC and
 LANCZOS3 widen by the shrink factor. Three engines, picked per sample:
 
-* OpenCV (``cv2.resize``, or ``cv2.warpAffine`` for a fractional ROI) for NN and
-  plain LINEAR: fastest, uint8 results within 1 of exact (fixed-point weights).
+* OpenCV (``cv2.resize``, or ``cv2.warpAffine`` for a fractional ROI) for plain
+  LINEAR: fastest, uint8 results within 1 of exact (fixed-point weights).
+* NumPy indexing for NN: the pixel whose area holds the centre, computed as DALI
+  computes it (``nn_indices``; OpenCV's nearest modes break near-ties differently).
 * Pillow for antialiased TRIANGULAR / CUBIC (a = -0.5) / LANCZOS3: the same
-  filters, widened the same way, and faster than anything in NumPy.
+  filters, widened the same way, and faster than anything in NumPy. Pillow drops the
+  taps that fall outside the image and renormalises; DALI repeats the edge pixel, so
+  the image is first padded with copies of its edge, as far as the ROI (which
+  ``subpixel_scale`` often widens a little past the image) and the filter reach.
+* When the output is a float type and the input is not, every engine works on float
+  input, so the result is not rounded to whole numbers on the way.
 * A NumPy separable resampler (below) for the rest: GAUSSIAN, CUBIC / LANCZOS3
-  without antialias when shrinking, mixed filters, ROIs reaching outside the image.
+  without antialias when shrinking, mixed filters.
 """
 
 from __future__ import annotations
@@ -65,7 +72,8 @@ def _resample_numpy(img: np.ndarray, plan: Plan, kinds: tuple[DALIInterpType, DA
     """Separable resampling in float32 (reference quality; used for the less common filters)."""
     x = img.astype(np.float32, copy=False)
     for axis in (0, 1):
-        idx, w = axis_taps(kinds[axis], x.shape[axis], plan.out[axis], plan.lo[axis], plan.hi[axis], antialias)
+        idx, w = axis_taps(kinds[axis], x.shape[axis], plan.out[axis], plan.lo[axis], plan.hi[axis], antialias,
+                           rows=axis == 0)
         acc = None
         for k in range(idx.shape[1]):
             part = np.take(x, idx[:, k], axis=axis)
@@ -77,22 +85,29 @@ def _resample_numpy(img: np.ndarray, plan: Plan, kinds: tuple[DALIInterpType, DA
     return x
 
 
+def _resample_nn(img: np.ndarray, plan: Plan) -> np.ndarray:
+    """Nearest neighbour by indexing: rows, then columns (flips and ROIs included)."""
+    iy, _ = axis_taps(NN, img.shape[0], plan.out[0], plan.lo[0], plan.hi[0], False, rows=True)
+    ix, _ = axis_taps(NN, img.shape[1], plan.out[1], plan.lo[1], plan.hi[1], False)
+    return np.take(np.take(img, iy[:, 0], axis=0), ix[:, 0], axis=1)
+
+
 def _is_whole(plan: Plan, hw: tuple[int, ...]) -> bool:
     return plan.lo == (0.0, 0.0) and plan.hi == (float(hw[0]), float(hw[1]))
 
 
-def _resample_cv(img: np.ndarray, plan: Plan, kind: DALIInterpType) -> np.ndarray:
+def _resample_cv(img: np.ndarray, plan: Plan) -> np.ndarray:
+    """Plain (not antialiased) LINEAR through OpenCV."""
     oh, ow = plan.out
-    flag = cv2.INTER_NEAREST_EXACT if kind == NN else cv2.INTER_LINEAR
     src = img if img.dtype in (np.uint8, np.float32) else img.astype(np.float32)
     if _is_whole(plan, img.shape):
-        out = cv2.resize(src, (ow, oh), interpolation=flag)
+        out = cv2.resize(src, (ow, oh), interpolation=cv2.INTER_LINEAR)
     else:
         sy = (plan.hi[0] - plan.lo[0]) / oh
         sx = (plan.hi[1] - plan.lo[1]) / ow
         m = np.array([[sx, 0, plan.lo[1] + 0.5 * sx - 0.5], [0, sy, plan.lo[0] + 0.5 * sy - 0.5]])
-        flag = cv2.INTER_NEAREST if kind == NN else cv2.INTER_LINEAR
-        out = cv2.warpAffine(src, m, (ow, oh), flags=flag | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
+        out = cv2.warpAffine(src, m, (ow, oh), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                             borderMode=cv2.BORDER_REPLICATE)
     if out.ndim == 2:
         out = out[..., None] if img.ndim == 3 else out
     return out
@@ -155,11 +170,35 @@ def _resample_pil_mapped(x: np.ndarray, out_hw: tuple[int, int], box: tuple[floa
         out[...] = dst[..., :3]
 
 
+_PIL_SUPPORT = {TRIANGULAR: 1.0, CUBIC: 2.0, LANCZOS3: 3.0}  # the filters' radii, in output pixels
+
+
+def _edge_pad(img: np.ndarray, plan: Plan, kind: DALIInterpType) -> tuple[np.ndarray, int, int]:
+    """``img`` padded with copies of its edge pixels as far as the ROI and the filter reach
+    past its border, so that Pillow sees DALI's clamped edges; and the rows and columns
+    added before it."""
+    pads = []
+    for d in range(2):
+        lo, hi = sorted((plan.lo[d], plan.hi[d]))
+        radius = _PIL_SUPPORT[kind] * max((hi - lo) / plan.out[d], 1.0)
+        before = int(np.ceil(radius - lo)) + 2 if lo - radius < 0 else 0
+        after = int(np.ceil(hi + radius - img.shape[d])) + 2 if hi + radius > img.shape[d] else 0
+        pads.append((before, after))
+    (t, b), (left, r) = pads
+    if not (t or b or left or r):
+        return img, 0, 0
+    if img.dtype in (np.uint8, np.float32) and (img.ndim == 2 or img.shape[2] <= 4):
+        padded = cv2.copyMakeBorder(img, t, b, left, r, cv2.BORDER_REPLICATE)
+        return (padded[..., None] if img.ndim == 3 and padded.ndim == 2 else padded), t, left
+    return np.pad(img, [(t, b), (left, r)] + [(0, 0)] * (img.ndim - 2), mode="edge"), t, left
+
+
 def _resample_pil(img: np.ndarray, plan: Plan, kind: DALIInterpType, out: np.ndarray | None = None) -> np.ndarray:
     oh, ow = plan.out
     flip_y, flip_x = plan.hi[0] < plan.lo[0], plan.hi[1] < plan.lo[1]
-    box = (min(plan.lo[1], plan.hi[1]), min(plan.lo[0], plan.hi[0]),
-           max(plan.lo[1], plan.hi[1]), max(plan.lo[0], plan.hi[0]))
+    img, ph, pw = _edge_pad(img, plan, kind)
+    box = (min(plan.lo[1], plan.hi[1]) + pw, min(plan.lo[0], plan.hi[0]) + ph,
+           max(plan.lo[1], plan.hi[1]) + pw, max(plan.lo[0], plan.hi[0]) + ph)
     f = _PIL_FILTER[kind]
     x = img if img.ndim == 3 else img[..., None]
     c = x.shape[2]
@@ -202,13 +241,16 @@ def resample(img: np.ndarray, plan: Plan, min_f: DALIInterpType, mag_f: DALIInte
     """Resample one HWC / HW image as ``plan`` says, choosing the engine (see module doc);
     into ``out`` (the result's shape and ``dtype``) when given."""
     k0, k1 = axis_kinds(plan, min_f, mag_f, antialias)
-    inside = all(0 <= min(plan.lo[d], plan.hi[d]) and max(plan.lo[d], plan.hi[d]) <= img.shape[d]
-                 for d in range(2))
     # Pillow's BILINEAR is a tent widened only on shrinking axes: TRIANGULAR there, LINEAR elsewhere.
     pil = TRIANGULAR if {k0, k1} == {LINEAR, TRIANGULAR} else k0
-    if k0 == k1 and k0 in (NN, LINEAR):
-        res = _resample_cv(img, plan, k0)
-    elif ((k0 == k1 or pil == TRIANGULAR) and pil in _PIL_FILTER and inside
+    if k0 == k1 == NN:
+        res = _resample_nn(img, plan)
+        return res.astype(dtype, copy=False) if out is None else _into(out, res)
+    if np.dtype(dtype).kind == "f" and img.dtype.kind != "f":
+        img = img.astype(np.float32)  # not rounded on the way to a float output
+    if k0 == k1 == LINEAR:
+        res = _resample_cv(img, plan)
+    elif ((k0 == k1 or pil == TRIANGULAR) and pil in _PIL_FILTER
           and (antialias or all(plan.out[d] >= abs(plan.hi[d] - plan.lo[d]) for d in range(2)))):
         if out is not None and np.dtype(dtype) == np.uint8 and img.dtype == np.uint8:
             return _resample_pil(img, plan, pil, out)
@@ -222,13 +264,19 @@ def resample(img: np.ndarray, plan: Plan, min_f: DALIInterpType, mag_f: DALIInte
     return out
 
 
-def _resize_stacked(samples: list[np.ndarray], plan: Plan, kind: DALIInterpType, dtype: np.dtype) -> np.ndarray:
-    """One ``cv2.resize`` for a small uniform batch: the samples become channels."""
+def _into(out: np.ndarray, res: np.ndarray) -> np.ndarray:
+    out[...] = res
+    return out
+
+
+def _resize_stacked(samples: list[np.ndarray], plan: Plan, dtype: np.dtype) -> np.ndarray:
+    """One LINEAR ``cv2.resize`` for a small uniform batch: the samples become channels."""
     x = np.stack(samples, axis=-1)  # (H, W, [C,] N)
+    if np.dtype(dtype).kind == "f" and x.dtype.kind != "f":
+        x = x.astype(np.float32)
     shape = x.shape
     flat = x.reshape(shape[0], shape[1], -1)
-    flag = cv2.INTER_NEAREST_EXACT if kind == NN else cv2.INTER_LINEAR
-    y = cv2.resize(flat, (plan.out[1], plan.out[0]), interpolation=flag)
+    y = cv2.resize(flat, (plan.out[1], plan.out[0]), interpolation=cv2.INTER_LINEAR)
     y = y.reshape(plan.out[0], plan.out[1], *shape[2:])
     return cast_to(np.moveaxis(y, -1, 0), dtype)
 
@@ -254,8 +302,8 @@ def resize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
             and int(np.prod(samples[0].shape[2:])) * n <= _CV_MAX_CHANNELS
             and _is_whole(plans[0], samples[0].shape)):
         kind = axis_kinds(plans[0], *filters[0], aa)
-        if kind[0] == kind[1] and kind[0] in (NN, LINEAR):
-            out = _resize_stacked(samples, plans[0], kind[0], dt)
+        if kind[0] == kind[1] == LINEAR:
+            out = _resize_stacked(samples, plans[0], dt)
             return (out, attrs) if args["save_attrs"] else out
     if n > 1 and len({(p.out, s.shape[2:]) for p, s in zip(plans, samples)}) == 1:
         # One output shape: every sample writes its slice of one dense batch (no np.stack

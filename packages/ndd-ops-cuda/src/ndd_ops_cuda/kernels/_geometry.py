@@ -368,8 +368,8 @@ def _pil_filter(kind: DALIInterpType) -> tuple[Any, float]:
 
 def _pil_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     """Pillow's taps (what the CPU kernel resamples with for antialiased TRIANGULAR, CUBIC and
-    LANCZOS3): the window is cut at the image edges and its weights renormalised, where
-    :func:`axis_taps` repeats the edge pixel. ``hi < lo`` flips."""
+    LANCZOS3) over the image padded with copies of its edge pixels, as the CPU kernel pads
+    it: Pillow's window, never cut, reading the clamped pixels. ``hi < lo`` flips."""
     flip = hi < lo
     lo, hi = min(lo, hi), max(lo, hi)
     f, support = _pil_filter(kind)
@@ -377,8 +377,8 @@ def _pil_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float)
     fscale = max(scale, 1.0)
     support *= fscale
     centre = lo + (np.arange(n_out) + 0.5) * scale
-    xmin = np.maximum(np.trunc(centre - support + 0.5), 0).astype(np.int64)
-    xmax = np.minimum(np.trunc(centre + support + 0.5), n_in).astype(np.int64)
+    xmin = np.floor(centre - support + 0.5).astype(np.int64)
+    xmax = np.floor(centre + support + 0.5).astype(np.int64)
     taps = max(int(np.max(xmax - xmin)), 1)
     pos = xmin[:, None] + np.arange(taps)
     w = np.where(pos < xmax[:, None], f((pos - centre[:, None] + 0.5) / fscale), 0.0)
@@ -388,15 +388,16 @@ def _pil_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float)
     return (idx[::-1], w[::-1]) if flip else (idx, w)
 
 
-def _engine(plan: ResizePlan, filters: tuple, hw: tuple[int, int], antialias: bool) -> tuple[str, tuple]:
+def _engine(plan: ResizePlan, filters: tuple, antialias: bool) -> tuple[str, tuple]:
     """Which CPU engine resamples this sample ("cv", "pil" or "numpy") and the filter of
     each axis, by the CPU kernel's rules (``ndd_ops_cpu._resize.resample``)."""
     k0, k1 = axis_kinds(plan, *filters, antialias)
-    if k0 == k1 and k0 in (NN, LINEAR):
+    if k0 == k1 == LINEAR:
         return "cv", (k0, k1)
-    inside = all(0 <= min(plan.lo[d], plan.hi[d]) and max(plan.lo[d], plan.hi[d]) <= hw[d] for d in range(2))
+    if k0 == k1 == NN:  # indexing, exactly (the CPU's NumPy path)
+        return "numpy", (k0, k1)
     pil = TRIANGULAR if {k0, k1} == {LINEAR, TRIANGULAR} else k0
-    if ((k0 == k1 or pil == TRIANGULAR) and pil in (TRIANGULAR, CUBIC, LANCZOS3) and inside
+    if ((k0 == k1 or pil == TRIANGULAR) and pil in (TRIANGULAR, CUBIC, LANCZOS3)
             and (antialias or all(plan.out[d] >= abs(plan.hi[d] - plan.lo[d]) for d in range(2)))):
         return "pil", (pil, pil)
     return "numpy", (k0, k1)
@@ -412,7 +413,7 @@ def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[
         key = (id(p), k, hw)
         if key not in cache:
             args = (k[axis], hw[axis], p.out[axis], p.lo[axis], p.hi[axis])
-            cache[key] = _pil_taps(*args) if engine == "pil" else axis_taps(*args, antialias)
+            cache[key] = _pil_taps(*args) if engine == "pil" else axis_taps(*args, antialias, rows=axis == 0)
         rows.append(cache[key])
     if len(cache) == 1:  # a uniform batch: one row, broadcast over the samples
         rows = rows[:1]
@@ -444,16 +445,17 @@ def _resample_axis(x: torch.Tensor, idx: np.ndarray, wts: np.ndarray, axis: int)
 
 
 def _round_u8(y: torch.Tensor) -> torch.Tensor:
-    return torch.round(y).clamp_(0, 255)
+    """Between two uint8 passes, as Pillow's fixed point rounds: half up, then clamped."""
+    return torch.floor(y + 0.5).clamp_(0, 255)
 
 
 def _resample_batch(x: torch.Tensor, plans: list[ResizePlan], kinds: list[tuple], engine: str,
                     in_hw: list[tuple[int, int]], antialias: bool, dt: torch.dtype) -> torch.Tensor:
     """Resample a batch (n, H, W, C) (samples possibly zero-padded beyond ``in_hw``) whose
     plans share the output size and the engine, in the CPU engine's order and rounding:
-    Pillow goes columns first and rounds uint8 between the passes; OpenCV and Pillow give
-    uint8 for uint8 input whatever ``dt`` is."""
-    u8 = x.dtype == torch.uint8 and engine != "numpy"
+    Pillow goes columns first, and for uint8 in and out OpenCV and Pillow round between the
+    passes (a float output is computed from float input on the CPU: no rounding)."""
+    u8 = x.dtype == torch.uint8 and engine != "numpy" and dt == torch.uint8
     y = as_float(x)
     for axis in ((1, 0) if engine == "pil" else (0, 1)):
         idx, wts = _taps(plans, kinds, engine, in_hw, antialias, axis)
@@ -478,12 +480,12 @@ def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antiali
     shapes = bd.shapes()
     gray = len(shapes[0]) == 2
     in_hw = [s[:2] for s in shapes]
-    memo: dict = {}  # the engine once per distinct (plan, filters, size): once for a uniform batch
+    memo: dict = {}  # the engine once per distinct (plan, filters): once for a uniform batch
     choice = []
-    for p, f, hw in zip(plans, filters, in_hw):
-        k = (id(p), f, hw)
+    for p, f in zip(plans, filters):
+        k = (id(p), f)
         if k not in memo:
-            memo[k] = _engine(p, f, hw, antialias)
+            memo[k] = _engine(p, f, antialias)
         choice.append(memo[k])
     groups: dict = {}
     for i, p in enumerate(plans):
