@@ -62,3 +62,21 @@ def test_types_module_aliases():
     assert types.FLOAT is types.DALIDataType.FLOAT
     assert {m.name for m in types.DALIInterpType} == {
         "INTERP_NN", "INTERP_LINEAR", "INTERP_CUBIC", "INTERP_LANCZOS3", "INTERP_TRIANGULAR", "INTERP_GAUSSIAN"}
+
+
+class _ForeignEnum:
+    """Stands for DALI's own (pybind11) enum values: a class of the same name, with .name."""
+
+    def __init__(self, cls_name: str, name: str) -> None:
+        self.__class__ = type(cls_name, (_ForeignEnum,), {})
+        self.name = name
+
+
+def test_dalis_own_enum_values_are_taken_by_name():
+    """Code that keeps ``import nvidia.dali.types as types`` passes DALI's enum objects."""
+    foreign_float = _ForeignEnum("DALIDataType", "FLOAT")
+    assert ndd.dtype(foreign_float) == ndd.float32
+    t = ndd.tensor(np.array([1.7, 300.0]), dtype=_ForeignEnum("DALIDataType", "UINT8"))
+    assert t.dtype == ndd.uint8 and np.asarray(t).tolist() == [2, 255]
+    assert ndd.cast(t, dtype=foreign_float).dtype == ndd.float32
+    assert ndd.dtype(float) == ndd.float32  # a Python float is float32, as in DALI

@@ -424,3 +424,19 @@ def test_resize_mixed_axes_antialias(rng):
     out = as_np(ndd.resize(img, size=(25, 47)))
     ref = refs.resample(img, (25, 47), "linear", antialias=True)
     assert _maxdiff(out[3:-3, 3:-3], ref[3:-3, 3:-3]) <= 2
+
+
+def test_dalis_own_interp_enum_and_a_2x3_matrix():
+    """DALI's own enum objects (nvidia.dali.types, pybind11: a class of that name with .name)
+    are taken by name; warp_affine takes its matrix flat or as 2x3 rows, as DALI does."""
+    foreign = type("DALIInterpType", (), {})()
+    foreign.name = "INTERP_NN"
+    img = np.arange(4 * 4 * 3, dtype=np.uint8).reshape(4, 4, 3)
+    np.testing.assert_array_equal(as_np(ndd.resize(img, size=(2, 2), interp_type=foreign)),
+                                  as_np(ndd.resize(img, size=(2, 2), interp_type=types.INTERP_NN)))
+    foreign.name = "NO_SUCH"
+    with pytest.raises(TypeError, match="interp_type"):
+        ndd.resize(img, size=(2, 2), interp_type=foreign)
+    flat = as_np(ndd.warp_affine(img, matrix=[0.5, 0, 1, 0, 0.5, 0.25]))
+    for m in ([[0.5, 0, 1], [0, 0.5, 0.25]], np.array([[0.5, 0, 1], [0, 0.5, 0.25]], np.float32)):
+        np.testing.assert_array_equal(as_np(ndd.warp_affine(img, matrix=m)), flat)

@@ -166,6 +166,11 @@ def dtype(x: Any) -> DType:
             return _BY_TYPE_ID[x]
         except KeyError:
             raise ValueError(f"DALIDataType.{x.name} is not an element type") from None
+    if type(x).__name__ == "DALIDataType" and isinstance(getattr(x, "name", None), str) \
+            and x.name in DALIDataType.__members__:
+        return dtype(DALIDataType[x.name])  # DALI's own enum (nvidia.dali.types), by name
+    if x is float:  # as DALI: a Python float is float32
+        return _BY_NAME["float32"]
     if isinstance(x, str):
         key = x.lower()
         if key in _BY_NAME:

@@ -144,6 +144,8 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
         cls = DALIImageType if k == IMAGE_TYPE else DALIInterpType
         if isinstance(v, cls):
             return v
+        if type(v).__name__ == cls.__name__ and getattr(v, "name", None) in cls.__members__:
+            return cls[v.name]  # DALI's own enum (nvidia.dali.types), by name
         if isinstance(v, enum.Enum) or not _is_int(v):
             raise _type_error(op, name, f"a {cls.__name__} value", v)
         try:
@@ -153,6 +155,8 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
     if k in (INTS, FLOATS):
         scalar = FLOAT if k == FLOATS else INT
         items = v if isinstance(v, (list, tuple)) else [v]
+        if items and all(isinstance(x, (list, tuple)) for x in items):  # a matrix, row by row
+            items = [x for row in items for x in row]
         return tuple(convert_arg(op, name, Arg(scalar), x) for x in items)
     raise AssertionError(f"unknown argument kind {k}")
 
