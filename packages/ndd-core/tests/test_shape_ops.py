@@ -363,6 +363,22 @@ def test_slice_absolute_and_relative_arguments():
     np.testing.assert_array_equal(A(ndd.slice(plain, start=[1, 2])), IMG[2:, 1:, 0])
 
 
+def test_slice_fractional_windows_round_their_ends():
+    """A fractional window keeps rows round(start) .. round(start + extent) (DALI 2.4's shapes:
+    17x23 with rel_start [0.13, 0.27] and rel_shape [0.41, 0.33] over (W, H) gives 5x9)."""
+    x = np.arange(17 * 23 * 3, dtype=np.int32).reshape(17, 23, 3)
+    t = ndd.tensor(x, layout="HWC")
+    got = A(ndd.slice(t, rel_start=[0.13, 0.27], rel_shape=[0.41, 0.33]))  # x 2.99+9.43, y 4.59+5.61
+    np.testing.assert_array_equal(got, x[5:10, 3:12])
+    got = A(ndd.slice(t, rel_start=[0.5, 0.5], rel_shape=[0.5, 0.5]))  # 8.5 rounds away: rows 9..17
+    np.testing.assert_array_equal(got, x[9:17, 12:23])
+    got = A(ndd.slice(t, start=[2.6, 3.4], shape=[5.5, 7.5]))  # x 3..round(8.1), y 3..round(10.9)
+    np.testing.assert_array_equal(got, x[3:11, 3:8])
+    got = A(ndd.slice(t, ndd.tensor(np.array([2.6, 3.4], np.float32)), ndd.tensor(np.array([5.5, 7.5], np.float32)),
+                      normalized_anchor=False, normalized_shape=False))
+    np.testing.assert_array_equal(got, x[3:11, 3:8])
+
+
 def test_slice_anchor_shape_inputs():
     t = ndd.tensor(IMG, layout="HWC")
     out = ndd.slice(t, ndd.tensor([0.5, 0.25]), ndd.tensor([0.5, 0.5]))

@@ -381,6 +381,15 @@ def test_crop_in_bounds_and_anchor(rng):
     assert f.dtype == ndd.float32
 
 
+def test_crop_fractional_window_drops_the_fraction(rng):
+    """crop=[10.6, 12.5] is a 10x12 window, as in DALI 2.4 (crop and crop_mirror_normalize)."""
+    img = rand_image(rng, 17, 23, 3)
+    for crop in ([10.6, 12.4], [10.5, 12.5], [10.4, 12.9]):
+        out = as_np(ndd.crop(img, crop=crop))
+        np.testing.assert_array_equal(out, img[4:14, 6:18])  # anchor round(0.5 * (17-10)) = 4, 0.5 * 11 -> 6
+        assert ndd.crop_mirror_normalize(img, crop=crop).shape == (3, 10, 12)
+
+
 def test_crop_out_of_bounds_policies(rng):
     img = rand_image(rng, 10, 12)
     with raises(ValueError, r"crop.*outside.*out_of_bounds_policy"):

@@ -95,8 +95,8 @@ def _round(x: float, mode: str) -> int:
 def crop_window(op: str, args: KernelArgs, i: int, hw: tuple[int, int], policy: str) -> Window:
     """The crop window of sample ``i`` for an image of spatial shape ``hw``.
 
-    Shape: ``crop`` (H, W) or ``crop_h``/``crop_w`` (0: the whole extent), rounded
-    to the nearest pixel. Anchor: ``crop_pos * (extent - window)`` rounded as
+    Shape: ``crop`` (H, W) or ``crop_h``/``crop_w`` (0: the whole extent), fractions
+    dropped as DALI drops them (10.6 gives 10). Anchor: ``crop_pos * (extent - window)`` rounded as
     ``rounding`` says. With ``policy`` "error" a window outside the image raises;
     "trim_to_shape" shrinks it to the image; "pad" returns it as is.
     """
@@ -111,8 +111,8 @@ def crop_window(op: str, args: KernelArgs, i: int, hw: tuple[int, int], policy: 
         ch, cw = float(args.sample("crop_h", i)), float(args.sample("crop_w", i))
     if ch < 0 or cw < 0:
         raise ValueError(f"Operator `{op}`: the crop window of sample {i} must be non-negative, got {(ch, cw)}")
-    h = _round(ch, "round") if ch else H
-    w = _round(cw, "round") if cw else W
+    h = int(ch) if ch else H
+    w = int(cw) if cw else W
     mode = args["rounding"]
     y0 = _round(float(args.sample("crop_pos_y", i)) * (H - h), mode)
     x0 = _round(float(args.sample("crop_pos_x", i)) * (W - w), mode)

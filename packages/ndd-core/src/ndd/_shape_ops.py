@@ -786,32 +786,28 @@ def _slice_box(args: KernelArgs, i: int, shape: tuple, axes: tuple, anchor: Any,
         s = _coords("shape_input", sh, k) if sh is not None else None
         for j, ax in enumerate(axes):
             ext = shape[ax]
-            st = _llround(a[j] * ext if na else a[j])
-            if s is None:
-                en = ext
-            elif na and ns:
-                en = _llround((a[j] + s[j]) * ext)
-            else:
-                en = st + _llround(s[j] * ext if ns else s[j])
-            box[ax] = (st, en)
+            start = a[j] * ext if na else a[j]
+            # the end is rounded, not the extent (as DALI: start 4.59 + extent 5.61 gives rows 5..10)
+            en = ext if s is None else _llround(start + (s[j] * ext if ns else s[j]))
+            box[ax] = (_llround(start), en)
         return box
     v = {n: args.sample(n, i) for n in _SLICE_ARGS[:6]}
     v = {n: (None if x is None else _coords(n, x, k)) for n, x in v.items()}
     for j, ax in enumerate(axes):
         ext = shape[ax]
-        st = (_llround(v["start"][j]) if v["start"] is not None
-              else _llround(v["rel_start"][j] * ext) if v["rel_start"] is not None else 0)
+        start = (v["start"][j] if v["start"] is not None
+                 else v["rel_start"][j] * ext if v["rel_start"] is not None else 0.0)
         if v["end"] is not None:
             en = _llround(v["end"][j])
         elif v["rel_end"] is not None:
             en = _llround(v["rel_end"][j] * ext)
-        elif v["shape"] is not None:
-            en = st + _llround(v["shape"][j])
+        elif v["shape"] is not None:  # the end is rounded, not the extent (as DALI)
+            en = _llround(start + v["shape"][j])
         elif v["rel_shape"] is not None:
-            en = st + _llround(v["rel_shape"][j] * ext)
+            en = _llround(start + v["rel_shape"][j] * ext)
         else:
             en = ext
-        box[ax] = (st, en)
+        box[ax] = (_llround(start), en)
     return box
 
 
