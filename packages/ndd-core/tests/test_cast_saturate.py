@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ndd
-from ndd._builtins import cast_plan
+from ndd._saturate import cast_plan
 
 NDD = {np.dtype(d): getattr(ndd, np.dtype(d).name) for d in
        (np.uint8, np.int8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,

@@ -67,6 +67,34 @@ def test_choice():
     assert "'p' must be 3 non-negative probabilities" in str(info.value.__cause__)
 
 
+def test_integer_outputs_round_and_saturate_as_dali():
+    """An integer dtype converts the float draw as DALI's ConvertSat does: rounded half away
+    from zero and clamped (DALI 2.4: uniform(range=[0, 10], dtype=int32) gives 10 about one
+    time in 20; normal(mean=300, dtype=int8) gives 127; mean 0.7 with a tiny stddev gives 1)."""
+    words = sub_words(4, 20000).astype(np.uint64)
+    f = (10.0 * ((words >> 8).astype(np.float64) * 2.0**-24)).astype(np.float32)
+    ref = np.floor(f + 0.5).astype(np.int32)
+    got = np.asarray(ndd.random.uniform(shape=[20000], range=[0, 10], dtype=ndd.int32, rng=ndd.random.RNG(4)))
+    np.testing.assert_array_equal(got, ref)
+    assert got.max() == 10 and 0.03 < (got == 10).mean() < 0.07
+    assert set(np.unique(np.asarray(ndd.random.normal(shape=[50], mean=300, dtype=ndd.int8)))) == {127}
+    assert set(np.unique(np.asarray(ndd.random.normal(shape=[50], mean=0.7, stddev=0.01, dtype=ndd.int32)))) == {1}
+    low = np.asarray(ndd.random.normal(shape=[5000], mean=5, stddev=10, dtype=ndd.uint8))
+    assert low.min() == 0 and low.max() < 80  # negative draws clamp to 0 instead of wrapping to 2xx
+
+
+def test_choice_from_a_matrix_picks_rows():
+    """A tensor with more than one dimension is chosen from along its first axis (as DALI)."""
+    m = ndd.tensor(np.array([[1, 2], [3, 4], [5, 6]], np.int32))
+    out = ndd.random.choice(m, shape=[7], rng=ndd.random.RNG(8))
+    a = np.asarray(out)
+    assert a.shape == (7, 2) and out.ndim == 2
+    idx = (sub_words(8, 7).astype(np.uint64) * 3) >> 32
+    np.testing.assert_array_equal(a, np.asarray(m)[idx])
+    b = ndd.random.choice(ndd.batch([np.asarray(m)] * 2), shape=[4], p=[0, 0, 1.0])
+    assert b.shape == [(4, 2), (4, 2)] and all((np.asarray(t) == [5, 6]).all() for t in b.tensors)
+
+
 def test_beta():
     a = np.asarray(ndd.random.beta(shape=[20000], alpha=2.0, beta=5.0, rng=ndd.random.RNG(4)))
     assert ((a > 0) & (a < 1)).all() and abs(a.mean() - 2 / 7) < 0.01

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _dtype
 from ._device import CPU, Device
+from ._saturate import saturate_cast
 
 
 def gpu_backend() -> Any:
@@ -112,8 +113,6 @@ def cast_array(arr: Any, dt: _dtype.DType, copy: bool) -> Any:
     if isinstance(arr, np.ndarray):
         if arr.dtype == npd:
             return arr.copy() if copy else arr
-        from ._builtins import saturate_cast  # (the cast operator's module imports this one)
-
         return saturate_cast(arr, npd)
     return gpu_backend().astype(arr, npd, copy)
 

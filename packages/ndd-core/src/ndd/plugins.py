@@ -18,7 +18,7 @@ from typing import Any
 
 from . import _dispatch, _plugins
 from ._arith import result_types as arithm_result_types
-from ._builtins import cast_plan, upload_device, upload_host
+from ._builtins import upload_device, upload_host
 from ._dispatch import KernelArgs, KernelContext, PerSample, invoke
 from ._image_args import (
     RESIZE_FILTER_ARGS,
@@ -58,6 +58,7 @@ from ._image_args import (
     windows_per_sample,
 )
 from ._plugins import PluginRecord, Registry
+from ._saturate import cast_plan
 from ._schema import Arg, OpSchema, OutMeta
 from ._storage import BatchData, LazyBatchData
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _dtype
 from .._dispatch import KernelArgs, KernelContext
+from .._saturate import saturate_cast
 from .._schema import DTYPE, FLOAT, FLOATS, INTS, Arg, OpSchema, OutMeta
 from .._storage import BatchData
 from . import _philox
@@ -81,12 +82,14 @@ def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, 
     sub = RNG.from_words(ctx.random_state)
     words = sub.draw_words(sum(sizes) * words_per_value)
     if n and all(s == shapes[0] for s in shapes) and not any(args.is_per_sample(a) for a in uniform_args):
-        return np.asarray(make(0, words)).reshape((n,) + shapes[0])
+        vals = np.asarray(make(0, words))
+        return vals.reshape((n,) + shapes[0] + vals.shape[1:])  # (a value may be a row: choice)
     out, start = [], 0
     for i, (s, k) in enumerate(zip(shapes, sizes)):
         w = words[start * words_per_value:(start + k) * words_per_value]
         start += k
-        out.append(np.asarray(make(i, w)).reshape(s))
+        vals = np.asarray(make(i, w))
+        out.append(vals.reshape(s + vals.shape[1:]))
     return out
 
 
@@ -101,9 +104,9 @@ def _uniform(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
 
         return _fill(ctx, inputs, args, 0, 1, pick)
 
-    def uni(i, w):
+    def uni(i, w):  # integer types: the float value rounded and saturated, as DALI converts it
         lo, hi = (float(v) for v in np.asarray(args.sample("range", i), np.float32).reshape(-1))
-        return _philox.uniform(w, np.float32(lo), np.float32(hi)).astype(npd)
+        return saturate_cast(_philox.uniform(w, np.float32(lo), np.float32(hi)), npd)
 
     return _fill(ctx, inputs, args, 0, 1, uni, ("range",))
 
@@ -135,7 +138,7 @@ def _normal(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
         z = _philox.normal(w[0::2], w[1::2])
         mean = np.float32(args.sample("mean", i))
         std = np.float32(args.sample("stddev", i))
-        return (mean + std * z).astype(npd)
+        return saturate_cast(mean + std * z, npd)  # integer types: rounded and saturated, as DALI
 
     return _fill(ctx, inputs, args, 0, 2, nrm, ("mean", "stddev"))
 
@@ -155,29 +158,29 @@ def _coin_flip(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
 def _choice(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
     a = inputs[0]
 
-    def pick(i, w):
+    def pick(i, w):  # a tensor input: its entries along the first axis (rows of a matrix), as DALI
         src = a.sample(i)
-        vals = np.arange(int(src), dtype=src.dtype) if src.ndim == 0 else src.reshape(-1)
-        if vals.size == 0:
+        vals = np.arange(int(src), dtype=src.dtype) if src.ndim == 0 else src
+        if len(vals) == 0:
             raise ValueError(f"Operator `{ctx.op}`: input 'a' has no elements to choose from (sample {i})")
         p = args.sample("p", i)
         if p is None:
-            return vals[_philox.bounded_int(w, vals.size)]
+            return vals[_philox.bounded_int(w, len(vals))]
         p = np.asarray(p, np.float64).reshape(-1)
-        if p.size != vals.size or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-5):
+        if p.size != len(vals) or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-5):
             raise ValueError(
-                f"Operator `{ctx.op}`: argument 'p' must be {vals.size} non-negative probabilities "
+                f"Operator `{ctx.op}`: argument 'p' must be {len(vals)} non-negative probabilities "
                 f"summing to 1 (sample {i})"
             )
         cdf = np.cumsum(p)
         idx = np.searchsorted(cdf, _philox.to_unit_float32(w).astype(np.float64), side="right")
-        return vals[np.minimum(idx, vals.size - 1)]
+        return vals[np.minimum(idx, len(vals) - 1)]
 
     return _fill(ctx, inputs, args, 1, 1, pick)
 
 
 def _choice_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
-    return [OutMeta(inputs[0].dtype, _ndim(inputs, args, 1), None)]
+    return [OutMeta(inputs[0].dtype, _ndim(inputs, args, 1) + max(inputs[0].ndim - 1, 0), None)]
 
 
 def _beta(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):

@@ -83,7 +83,7 @@ _SIGNED_BITS = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint
 
 
 def _saturate_cast(x: torch.Tensor, dst: np.dtype, dt: torch.dtype) -> torch.Tensor:
-    """``x`` converted to ``dt`` by core's :func:`ndd._builtins.cast_plan`, the CPU kernel's
+    """``x`` converted to ``dt`` by core's :func:`ndd.plugins.cast_plan`, the CPU kernel's
     own rules (DALI's ConvertSat, rounding half away from zero), so the values are identical:
     only device operations, no value is read back (``cast`` stays graph-pure)."""
     plan = cast_plan(numpy_dtype(x.dtype), dst)
