@@ -333,6 +333,9 @@ def test_one_hot():
     np.testing.assert_array_equal(samples(b)[1], [[1, 0, 0], [0, 0, 1]])
     d = ndd.one_hot(ndd.as_batch(np.array([[0, 1], [2, 2]])), num_classes=3, axis=0)
     np.testing.assert_array_equal(samples(d)[1], [[0, 0], [0, 0], [1, 1]])
+    # float labels lose their fraction, as DALI 2.4 converts them: 1.7 is class 1
+    f = ndd.one_hot(ndd.tensor(np.array([0.0, 1.7, 2.2, -0.5], np.float32)), num_classes=4)
+    np.testing.assert_array_equal(A(f), np.eye(4, dtype=np.float32)[[0, 1, 2, 0]])
     with pytest.raises(ValueError, match="`one_hot`: argument 'num_classes' must be positive"):
         ndd.one_hot(ndd.tensor(labels))
     with pytest.raises(ValueError, match="`one_hot`: argument 'axis' 3 is out of range"):

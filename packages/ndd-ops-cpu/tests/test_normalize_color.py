@@ -103,6 +103,19 @@ def test_normalize(rng):
     assert ndd.normalize(u8).dtype == ndd.float32
 
 
+def test_normalize_per_channel_parameters_in_the_reduced_shape(rng):
+    """DALI takes mean/stddev shaped as the reduced shape, (1, 1, 3) for axes (0, 1), as an
+    array or a tensor; a flat list of 3 gives the same."""
+    img = rng.random((17, 23, 3), dtype=np.float32) * 255
+    mean, std = np.array([100.0, 110.0, 120.0]), np.array([50.0, 60.0, 70.0])
+    ref = (img - mean) / std
+    for m, sd in ((mean.reshape(1, 1, 3), std.reshape(1, 1, 3)),
+                  (ndd.tensor(mean.reshape(1, 1, 3).astype(np.float32)), ndd.tensor(std.reshape(1, 1, 3).astype(np.float32))),
+                  (mean.tolist(), std.tolist())):
+        out = as_np(ndd.normalize(img, axes=[0, 1], mean=m, stddev=sd))
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
+
+
 def test_normalize_batch_mode(rng):
     xs = [rng.random((4, 5), dtype=np.float32), rng.random((7, 5), dtype=np.float32)]
     out = as_np(ndd.normalize(ndd.batch(xs), axes=[0], batch=True))

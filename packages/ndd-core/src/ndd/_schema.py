@@ -86,6 +86,14 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
+def _flatten(v: Any) -> Any:
+    for x in v:
+        if isinstance(x, (list, tuple)):
+            yield from _flatten(x)
+        else:
+            yield x
+
+
 def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
     """Check and normalise a constant (non-Batch) argument value."""
     if isinstance(v, Tensor):
@@ -154,9 +162,7 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
             raise ValueError(f"Operator `{op}`: argument '{name}': {v} is not a valid {cls.__name__}") from None
     if k in (INTS, FLOATS):
         scalar = FLOAT if k == FLOATS else INT
-        items = v if isinstance(v, (list, tuple)) else [v]
-        if items and all(isinstance(x, (list, tuple)) for x in items):  # a matrix, row by row
-            items = [x for row in items for x in row]
+        items = list(_flatten(v)) if isinstance(v, (list, tuple)) else [v]  # a matrix: row by row
         return tuple(convert_arg(op, name, Arg(scalar), x) for x in items)
     raise AssertionError(f"unknown argument kind {k}")
 

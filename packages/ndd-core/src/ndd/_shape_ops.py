@@ -717,6 +717,8 @@ def _one_hot_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) 
     axis = _one_hot_axis(args, ctx.output_meta[0].ndim - 1)
 
     def encode(x: np.ndarray, ax: int) -> np.ndarray:
+        if x.dtype.kind == "f":  # float labels lose their fraction, as DALI converts them (1.7 is 1)
+            x = np.trunc(x)
         return np.moveaxis(np.where(x[..., None] == classes, on, off), -1, ax)
 
     bd = inputs[0]

@@ -145,6 +145,8 @@ def one_hot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -
         # floats in float64); int64 / float64 here do the same (uint64 labels past 2**63
         # wrap to negative numbers, which match no class either)
         cdt = torch.float64 if x.is_floating_point() else torch.int64
+        if x.is_floating_point():  # float labels lose their fraction, as on the CPU
+            x = torch.trunc(x)
         hit = (x.to(cdt).unsqueeze(-1) == torch.arange(num, dtype=cdt, device=dev)).movedim(-1, ax)
         out = torch.full(hit.shape, _scalar(off), dtype=bdt, device=dev)
         return out.masked_fill_(hit, _scalar(on)).view(odt)
