@@ -52,7 +52,11 @@ def test_true_and_floor_division():
     np.testing.assert_array_equal(A(t % 2), [1, -1, 0, -1])
     np.testing.assert_array_equal(A((t // 2) * 2 + t % 2), a)
     assert (t // 2).dtype == ndd.int32
-    np.testing.assert_array_equal(A(t // 0), [0, 0, 0, 0])
+    for zero in (lambda: t // 0, lambda: t % 0, lambda: t // np.int64(0)):
+        with pytest.raises(ValueError, match="Integer division by zero."):  # a constant 0: as DALI
+            zero()
+    np.testing.assert_array_equal(A(t // ndd.tensor(np.zeros(4, np.int32))), [0, 0, 0, 0])  # data: 0
+    assert np.isinf(A(ndd.tensor(np.array([1.0])) // 0)).all()  # floats divide
     f = ndd.tensor(np.array([7.0, -7.0], np.float64))
     assert (f / 2).dtype == ndd.float64 and (f // 2).dtype == ndd.float64
     np.testing.assert_array_equal(A(f // 2), [3.5, -3.5])  # DALI `div` on floats divides

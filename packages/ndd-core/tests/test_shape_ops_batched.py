@@ -18,8 +18,9 @@ def run(fn, *args, **kw):
 
 
 def as_list_batch(arrays, layout=None):
-    """A Batch that holds a per-sample list (what a reader used to deliver)."""
-    b = ndd.batch(arrays, layout=layout)
+    """A Batch that holds a per-sample list (what a reader used to deliver; ``batch`` would
+    copy same-shape samples into one dense array)."""
+    b = ndd.as_batch([np.array(a) for a in arrays], layout=layout)
     assert b._batch_data().dense is None
     return b
 

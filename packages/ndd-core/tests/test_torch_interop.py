@@ -57,3 +57,16 @@ def test_reversed_slice_goes_to_torch_as_a_copy():
     tt = fwd.torch()
     tt[0] = 42
     assert np.asarray(fwd)[0] == 42
+
+
+def test_batch_of_same_shape_samples_hands_torch_its_memory():
+    """ndd.batch copies same-shape samples into one array (as DALI's contiguous batches), so
+    torch(copy=False) works and shares it, and an operator's result does too."""
+    b = ndd.batch([np.zeros(3, np.float32), np.ones(3, np.float32)])
+    t = b.torch(copy=False)
+    t[0, 0] = 5
+    assert np.asarray(b.tensors[0]).tolist() == [5, 0, 0]
+    assert (b + 1).torch(copy=False).tolist() == [[6, 1, 1], [2, 2, 2]]
+    ragged = ndd.batch([np.zeros(2, np.float32), np.ones(3, np.float32)])
+    with pytest.raises(ValueError):
+        ragged.torch(copy=False)

@@ -308,6 +308,9 @@ def apply(op: str, *operands: Any) -> Tensor | Batch:
 
 def _binary(op: str) -> tuple[Callable, Callable]:
     def forward(self: Any, other: Any) -> Any:
+        if op in ("div", "mod") and isinstance(other, (int, np.integer)) and not isinstance(other, bool) \
+                and other == 0 and self.dtype.kind is not _K.float:
+            raise ValueError("Integer division by zero.")  # a constant zero, as DALI checks it
         return apply(op, self, other)
 
     def reflected(self: Any, other: Any) -> Any:
