@@ -32,7 +32,7 @@ KAT = [
     ),
 ]
 
-STATE_RE = re.compile(r"^Philox_[0-9a-f]{16}_[0-9a-f]{16}:[0-9a-f]{16}_[0-3]$")
+STATE_RE = re.compile(r"^Philox_[0-9A-F]{16}_[0-9A-F]{16}:[0-9A-F]{16}_[0-3]$")
 
 
 # --------------------------------------------------------------------------- #
@@ -223,7 +223,7 @@ def test_seed_cut_to_64_bits():
     assert RNG(5 + TWO64).draw_words(20).tolist() == RNG(5).draw_words(20).tolist()
     assert RNG(-1).get_state() == RNGState(TWO64 - 1, 0, 0)
     assert str(RNG(0x0123456789ABCDEF).get_state()) == (
-        "Philox_0123456789abcdef_0000000000000000:0000000000000000_0"
+        "Philox_0123456789ABCDEF_0000000000000000:0000000000000000_0"
     )
 
 
@@ -293,11 +293,17 @@ def test_state_fields_and_format():
     st = rng.get_state(cuda_stream=None)
     assert isinstance(st, RNGState)
     assert (st.key, st.counter, st.phase) == (0xA4093822299F31D0, 1, 1)
-    assert str(st) == "Philox_a4093822299f31d0_0000000000000000:0000000000000001_1"
+    assert str(st) == "Philox_A4093822299F31D0_0000000000000000:0000000000000001_1"  # DALI's case
     assert STATE_RE.match(str(st))
     big = RNGState(0xF, (0xABC << 64) | 0x1234, 3)
-    assert str(big) == "Philox_000000000000000f_0000000000000abc:0000000000001234_3"
+    assert str(big) == "Philox_000000000000000F_0000000000000ABC:0000000000001234_3"
     assert RNGState.from_string(str(big)) == big
+    lower = "Philox_000000000000000f_0000000000000abc:0000000000001234_3"  # either case is read
+    assert RNGState.from_string(lower) == big and big == lower
+    assert RNGState.from_string(str(big).encode()) == big  # and its bytes, as DALI takes them
+    r = RNG(0)
+    r.set_state(lower.encode())
+    assert r.get_state() == big
     for seed in seeds(5, 3):
         r = RNG(seed)
         r.advance(seed % 1000)
@@ -343,10 +349,12 @@ def test_rngstate_constructor_validation():
         RNGState(0, 0.0, 0)
 
 
-@pytest.mark.parametrize("bad", [42, None, b"Philox", 1.0, ["x"]])
+@pytest.mark.parametrize("bad", [42, None, 1.0, ["x"]])
 def test_set_state_bad_type(bad):
     with pytest.raises(TypeError):
         RNG(1).set_state(bad)
+    with pytest.raises(ValueError, match="Malformed"):  # bytes are read as the string's bytes
+        RNG(1).set_state(b"Philox")
 
 
 @pytest.mark.parametrize(
@@ -357,7 +365,7 @@ def test_set_state_bad_type(bad):
         "Philox_0000000000000001_0000000000000000:0000000000000000_4",
         "Philox_0000000000000001_0000000000000000:0000000000000000",
         "Philox_000000000000001_0000000000000000:0000000000000000_0",
-        "Philox_000000000000000A_0000000000000000:0000000000000000_0",
+        "Philox_000000000000000G_0000000000000000:0000000000000000_0",
         "Philox_0000000000000001_0000000000000000_0000000000000000_0",
         " Philox_0000000000000001_0000000000000000:0000000000000000_0",
         "Philox_0000000000000001_0000000000000000:0000000000000000_0\n",

@@ -40,7 +40,7 @@ __all__ = ["RNG", "RNGState", "get_default_rng", "set_seed"]
 _MASK32 = 0xFFFFFFFF
 _MASK64 = (1 << 64) - 1
 _MASK128 = (1 << 128) - 1
-_STATE_RE = re.compile(r"Philox_([0-9a-f]{16})_([0-9a-f]{16}):([0-9a-f]{16})_([0-3])")
+_STATE_RE = re.compile(r"Philox_([0-9a-fA-F]{16})_([0-9a-fA-F]{16}):([0-9a-fA-F]{16})_([0-3])")
 
 # draw_words(n) for n up to this many words uses the pure-Python block path;
 # above it the vectorized numpy path is faster.
@@ -55,9 +55,10 @@ class RNGState:
     """Immutable snapshot of an :class:`RNG` state.
 
     ``str()`` gives ``Philox_<key>_<ctr_hi>:<ctr_lo>_<phase>``: the 64-bit key,
-    the high and low 64 bits of the 128-bit counter (16 lowercase hex digits
-    each) and the phase digit.  A state compares equal to another state or to
-    its string, and hashes like its string.
+    the high and low 64 bits of the 128-bit counter (16 uppercase hex digits
+    each, as DALI writes them; either case is read) and the phase digit.  A state
+    compares equal to another state or to its string (in either case), and hashes
+    like its string.
     """
 
     __slots__ = ("_counter", "_key", "_phase", "_text")
@@ -72,7 +73,7 @@ class RNGState:
             raise ValueError(f"RNGState counter out of 128-bit range: {counter}")
         if not 0 <= phase <= 3:
             raise ValueError(f"RNGState phase must be in 0..3, got {phase}")
-        text = f"Philox_{key:016x}_{counter >> 64:016x}:{counter & _MASK64:016x}_{phase}"
+        text = f"Philox_{key:016X}_{counter >> 64:016X}:{counter & _MASK64:016X}_{phase}"
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_counter", counter)
         object.__setattr__(self, "_phase", phase)
@@ -80,7 +81,12 @@ class RNGState:
 
     @classmethod
     def from_string(cls, text: str) -> RNGState:
-        """Parse the ``str()`` form of a state; raise ValueError if malformed."""
+        """Parse the ``str()`` form of a state (or its bytes); raise ValueError if malformed."""
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = text.decode("ascii")
+            except UnicodeDecodeError:
+                raise ValueError(f"Malformed RNG state bytes {bytes(text)!r}") from None
         if not isinstance(text, str):
             raise TypeError(f"RNG state string expected, got {type(text).__name__}")
         m = _STATE_RE.fullmatch(text)
@@ -125,8 +131,8 @@ class RNGState:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, RNGState):
             return self._text == other._text
-        if isinstance(other, str):
-            return self._text == other
+        if isinstance(other, str):  # either case of the hex digits
+            return _STATE_RE.fullmatch(other) is not None and self._text == "Philox_" + other[7:].upper()
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -136,7 +142,7 @@ class RNGState:
 def _coerce_state(value: object) -> RNGState:
     if isinstance(value, RNGState):
         return value
-    if isinstance(value, str):
+    if isinstance(value, (str, bytes, bytearray)):
         return RNGState.from_string(value)
     raise TypeError(f"RNG state must be an RNGState or its string, got {type(value).__name__}")
 
