@@ -209,3 +209,14 @@ def test_repr():
     assert "dtype=i32" in repr(ndd.tensor([1, 2])) and "shape=(2,)" in repr(ndd.tensor([1, 2]))
     r = repr(ndd.batch([np.zeros(2), np.zeros(3)]))
     assert "batch_size=2" in r and "(2,)" in r and "(3,)" in r
+
+
+def test_batch_from_the_tensors_view_and_dali_selection_methods():
+    """as_batch(b.tensors) and batch(b.tensors) give the batch back (DALI 2.4 does; ndd raised
+    TypeError), and a selection takes DALI's .as_batch() / .tolist()."""
+    b = ndd.batch([np.zeros(2, np.float32), np.arange(3, dtype=np.float32)])
+    for again in (ndd.as_batch(b.tensors), ndd.batch(b.tensors)):
+        assert again.shape == [(2,), (3,)] and np.asarray(again.tensors[1]).tolist() == [0, 1, 2]
+    part = b.tensors[1:]
+    assert part.as_batch() is part and part.as_batch().shape == [(3,)]
+    assert [np.asarray(t).tolist() for t in part.tolist()] == [[0, 1, 2]]

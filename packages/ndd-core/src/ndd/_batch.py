@@ -66,6 +66,15 @@ class Batch:
             self._inv = None
         return bd
 
+    def as_batch(self) -> Batch:
+        """This batch. DALI's ``b.tensors[1:]`` is a selection with ``as_batch()`` and
+        ``tolist()``; ndd's is already a Batch, and takes both so that such code runs."""
+        return self
+
+    def tolist(self) -> list[Tensor]:
+        """The samples as a list of Tensors (see :meth:`as_batch`)."""
+        return list(self)
+
     def evaluate(self) -> Batch:
         """Run the pending call (if any) and return self."""
         self._batch_data()

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from . import _convert, _dtype
-from ._batch import Batch
+from ._batch import Batch, _TensorsProxy
 from ._device import Device
 from ._storage import BatchData
 from ._tensor import Tensor
@@ -76,6 +76,8 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None, layout: str | No
 
 def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bool) -> Batch:
     dt_req = None if dtype is None else _dtype.dtype(dtype)
+    if isinstance(data, _TensorsProxy):  # batch(b.tensors), as_batch(b.tensors)
+        data = data.as_batch()
     if isinstance(data, Batch):
         if not copy and dt_req in (None, data.dtype) and device is None and layout in (None, data.layout):
             return data
