@@ -151,6 +151,30 @@ def test_empty_graph_warns_and_runs_eagerly(lmdb_path):
     assert n == 40 // B
 
 
+def labels_of(batches):
+    return [np.array(ndd.as_tensor(lab)).ravel().tolist() for _, lab in batches]
+
+
+@pytest.mark.parametrize("then", ["capture", "eager"])
+def test_empty_graph_frees_the_reader_for_the_next_epoch(lmdb_path, then):
+    """After an epoch that captured nothing, the reader is free again (as in DALI): the next
+    capture=True epoch traces anew and captures, or an eager epoch runs; the samples go on
+    exactly as in an eager run."""
+    eager = ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=3)
+    want = labels_of(b for _ in range(2) for b in eager.next_epoch(batch_size=B))
+    reader = ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=3)
+    with pytest.warns(UserWarning, match="no operators were captured"):
+        got = labels_of(reader.next_epoch(batch_size=B, capture=True))
+    second = []
+    for jpegs, labels in reader.next_epoch(batch_size=B, capture=then == "capture"):
+        ndd.decoders.image(jpegs)
+        second.append((jpegs, labels))
+    assert got + labels_of(second) == want
+    if then == "capture":
+        rep = ndd.capture.report()
+        assert rep.sites[0].captured and rep.sites[0].replayed == 40 // B - 1
+
+
 def test_mode_stickiness(lmdb_path):
     r = ndd.readers.Caffe2(path=lmdb_path)
     next(iter(r.next_epoch(batch_size=B)))
@@ -372,21 +396,32 @@ def test_prefetch_depth_setting(lmdb_path):
         ndd.capture.set_prefetch_depth(2)
 
 
-def test_eval_context_is_fixed(lmdb_path):
+def test_eval_context_is_fixed_for_the_loop_but_the_body_may_enter_one(lmdb_path):
+    """As in DALI: the body may run its calls inside ``with ctx:`` (on some steps or all) and
+    still be captured, with eager mode's values; the loop's own context is fixed for its
+    lifetime, so the next epoch in another context raises."""
+    ctx = ndd.EvalContext(num_threads=1)
     reader = ndd.readers.Caffe2(path=lmdb_path)
+    out = []
+    for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+        with ctx if i % 2 else ndd.EvalContext.current():
+            images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+        out.append([np.array(t) for t in images.tensors])
+    assert ndd.capture.report().sites[0].replayed == 40 // B - 1
+    eager = [[np.array(t) for t in ndd.decoders.image(j, output_type=types.GRAY).tensors]
+             for j, _ in ndd.readers.Caffe2(path=lmdb_path).next_epoch(batch_size=B)]
+    assert all(np.array_equal(a, b) for e, o in zip(eager, out) for a, b in zip(e, o))
     with pytest.raises(RuntimeError, match="Cannot change EvalContext for a capture-mode loop"):
-        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
-            if i == 0:
-                ndd.decoders.image(jpegs)
-            else:
-                with ndd.EvalContext():
-                    ndd.decoders.image(jpegs)
+        reader.next_epoch(batch_size=B, ctx=ctx, capture=True)
+    with pytest.raises(RuntimeError, match="Cannot change EvalContext for a capture-mode loop"):
+        with ctx:
+            reader.next_epoch(batch_size=B, capture=True)
 
 
 def test_ctx_argument_is_the_body_context(lmdb_path):
     """next_epoch(ctx=X) and captured(ctx=X): each step's body runs in X (the ops see it as
-    current and the loop replays), X is left after the step, and another context inside the
-    body is still an error."""
+    current and the loop replays), X is left after the step, and the next epoch without X
+    is an error (the loop's context is fixed)."""
     ctx = ndd.EvalContext(num_threads=1)
     reader = ndd.readers.Caffe2(path=lmdb_path)
     seen, out = [], []
@@ -416,10 +451,10 @@ def test_ctx_argument_is_the_body_context(lmdb_path):
     assert len(inside) == 40 // B and all(inside)
 
     reader = ndd.readers.Caffe2(path=lmdb_path)
+    for jpegs, _ in reader.next_epoch(batch_size=B, ctx=ctx, capture=True):
+        ndd.decoders.image(jpegs)
     with pytest.raises(RuntimeError, match="Cannot change EvalContext for a capture-mode loop"):
-        for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, ctx=ctx, capture=True)):
-            with ndd.EvalContext() if i else ctx:
-                ndd.decoders.image(jpegs)
+        reader.next_epoch(batch_size=B, capture=True)
 
 
 def test_set_state_inside_the_body_ends_the_epoch_as_in_eager_mode(lmdb_path):

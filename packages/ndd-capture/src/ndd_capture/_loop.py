@@ -361,7 +361,11 @@ class CaptureLoop:
         site, chain = self._chain()
         if chain is None:  # not reached from the loop body (e.g. a leftover loop's context)
             return invoke(schema, inputs, kwargs)
-        if EvalContext.current() is not self.ctx:
+        # A context the body enters itself (``with ctx:`` in the loop, as DALI allows) gives
+        # the same values: the captured calls run in the pipeline's context. Not on another
+        # device, where the pipeline's results are not.
+        cur = EvalContext.current()
+        if cur is not self.ctx and cur.device_id != self.ctx.device_id:
             self._teardown("Cannot change EvalContext for a capture-mode loop.")
             raise RuntimeError("Cannot change EvalContext for a capture-mode loop.")
         key = (schema.name, chain)
@@ -970,14 +974,11 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
     loop = getattr(reader, "_capture_loop", None)
     if loop is not None and loop.batch_size != batch_size:
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
+    if loop is not None and not loop.invalid and (ctx or EvalContext.current()) is not loop.ctx:
+        raise RuntimeError("Cannot change EvalContext for a capture-mode loop.")  # (its lifetime's)
     if loop is None or loop.invalid:
         if loop is not None:  # torn down by an error: go on after the last step it delivered
-            reader._before_restore.remove(loop.restart_source)
-            if loop.source is not None:
-                loop.source.close()
-            if reader._loop_state is not None:  # (its read-ahead moved the reader further)
-                reader._restore(reader._loop_state)
-                reader._loop_state = None
+            _detach(reader, loop)
         loop = CaptureLoop(batch_size, ctx or EvalContext.current(), capture == "strict", _settings["depth"])
         loop.given_ctx = ctx is not None
         loop.reader = reader
@@ -985,6 +986,29 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
         loop.source = _Source(reader, batch_size)
         reader._before_restore.append(loop.restart_source)
     return _reader_steps(reader, loop)
+
+
+def _detach(reader: Any, loop: CaptureLoop) -> None:
+    """Part the reader from ``loop``, positioned after the last step the loop delivered (the
+    read-ahead moved it further)."""
+    reader._before_restore.remove(loop.restart_source)
+    if loop.source is not None:
+        loop.source.close()
+    if reader._loop_state is not None:
+        reader._restore(reader._loop_state)
+        reader._loop_state = None
+    if reader._capture_loop is loop:
+        reader._capture_loop = None
+
+
+def _end_epoch(reader: Any, loop: CaptureLoop) -> None:
+    """At the end of an epoch: the report; and a loop that captured nothing frees the reader,
+    so that the next epoch may trace again or run eagerly (as DALI frees it)."""
+    _print_report(loop)
+    if loop.eager_only:
+        loop.carry = None
+        _detach(reader, loop)
+        reader._mode = None
 
 
 def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
@@ -1004,7 +1028,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
         if isinstance(item, Failure):
             if item.extra is not None and epoch is not None and item.extra[0] != epoch:
                 loop.carry = item  # a step of the next epoch failed: raised in that epoch
-                _print_report(loop)
+                _end_epoch(reader, loop)
                 return
             if direct:  # a read failed: the next epoch reads again from where the reader stands,
                 loop.source.close()  # as eager mode does
@@ -1019,7 +1043,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                         tr.rng.advance(tr.period)
             raise item.error
         if item is END:
-            _print_report(loop)
+            _end_epoch(reader, loop)
             return
         if direct:
             (extra, outs), vals = item, None
@@ -1030,7 +1054,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             epoch = ep
         elif ep != epoch:
             loop.carry = (extra, outs) if vals is None else (extra, outs, vals)
-            _print_report(loop)
+            _end_epoch(reader, loop)
             return
         tracing = loop.step < 0
         loop.tracing = tracing
@@ -1089,6 +1113,8 @@ def external_source_epoch(es: Any, batch_size: int, ctx: Any, strict: bool) -> I
     loop = getattr(es, "_capture_loop", None)
     if loop is not None and loop.batch_size != batch_size:
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
+    if loop is not None and not loop.invalid and (ctx or EvalContext.current()) is not loop.ctx:
+        raise RuntimeError("Cannot change EvalContext for a capture-mode loop.")  # (its lifetime's)
     if loop is None or loop.invalid:
         loop = CaptureLoop(batch_size, ctx or EvalContext.current(), bool(strict), _settings["depth"])
         loop.given_ctx = ctx is not None
