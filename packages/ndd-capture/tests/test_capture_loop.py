@@ -559,3 +559,27 @@ def test_a_constant_positional_input_is_replayed(lmdb_path):
     assert site.op == "full_like" and site.captured, str(report)
     assert site.replayed == len(out) - 1 and not report.fallbacks, str(report)
     assert all(o.shape == (B, 28, 28, 1) and (o == 3).all() for o in out)
+
+
+def test_random_site_run_twice_a_step_warns_at_the_users_line(lmdb_path):
+    """The second run of a random call site in a step runs eagerly (NDD-C106), with one
+    warning that names the line of the call; the values stay eager mode's."""
+    def angles(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        rng = ndd.random.RNG(4)
+        out = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in reader.next_epoch(batch_size=B, capture=capture):
+                for _ in range(2):
+                    a = ndd.random.uniform(batch_size=B, range=[-10, 10], rng=rng)  # the line
+                    out.append(np.array(ndd.as_tensor(a)))
+        return out, [w for w in caught if "runs more than once" in str(w.message)]
+
+    eager, _ = angles(False)
+    got, caught = angles(True)
+    assert len(got) == len(eager) and all(np.array_equal(a, b) for a, b in zip(got, eager))
+    assert caught and caught[0].filename == __file__
+    line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1) if text.endswith("# the line"))
+    assert caught[0].lineno == line
+    assert any(f.code == "NDD-C106" for f in ndd.capture.report().fallbacks)

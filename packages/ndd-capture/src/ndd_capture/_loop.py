@@ -432,10 +432,13 @@ class CaptureLoop:
             return ("NDD-C103", f"`{schema.name}` made a batch of {first.batch_size}, the loop uses "
                                 f"{self.batch_size}", None)
         if schema.random and key in self.random_seen:
+            level, f = 1, sys._getframe()
+            while f is not None and f is not site:  # the warning names the user's line
+                f, level = f.f_back, level + 1
             warnings.warn(
                 "A random operator call site runs more than once per iteration. Only the first call "
                 "each iteration uses the captured pipeline; the rest run eagerly.",
-                UserWarning, stacklevel=5,
+                UserWarning, stacklevel=level if f is not None else 2,
             )
             return "NDD-C106", "this random call site runs more than once per step", None
         analysis = None
