@@ -184,6 +184,13 @@ def test_file_errors(kw, match):
         ndd.readers.File(**kw)
 
 
+def test_file_list_label_outside_int32_names_the_line(tmp_path):
+    (tmp_path / "a.bin").write_bytes(b"x")
+    (tmp_path / "list.txt").write_text("a.bin 1\na.bin 3000000000\n")
+    with pytest.raises(ValueError, match=r"list.txt:2: label 3000000000 does not fit in int32"):
+        ndd.readers.File(file_list=tmp_path / "list.txt")
+
+
 def test_file_labels_must_be_integers(tmp_path):
     files = [tmp_path / f"{i}.jpg" for i in range(3)]
     for i, f in enumerate(files):

@@ -144,13 +144,19 @@ def test_metadata():
     (dict(num_shards=2, shard_id=2), "shard_id"),
     (dict(shard_id=-1), "shard_id"),
     (dict(num_shards=11), "num_shards=11 is larger than the dataset"),
-    (dict(initial_fill=0), "initial_fill"),
+    (dict(initial_fill=-1), "initial_fill"),
     (dict(random_shuffle=True, shuffle_after_epoch=True), "shuffle_after_epoch and random_shuffle"),
     (dict(stick_to_shard=True, shuffle_after_epoch=True), "shuffle_after_epoch and stick_to_shard"),
 ])
 def test_bad_arguments(kw, match):
     with pytest.raises(ValueError, match=match):
         SampleStream(10, **kw)
+
+
+def test_initial_fill_zero_reads_in_order():
+    """DALI accepts initial_fill=0: a buffer of one sample, the source order."""
+    s = SampleStream(10, random_shuffle=True, initial_fill=0, seed=1)
+    assert sum(run(s, 5, 1)[0][0], []) == list(range(10))
 
 
 # -- shuffling ----------------------------------------------------------------------------

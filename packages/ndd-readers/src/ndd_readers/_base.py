@@ -187,8 +187,8 @@ class StreamReader(Reader):
         if isinstance(prefetch_queue_depth, bool) or not isinstance(prefetch_queue_depth, int) \
                 or prefetch_queue_depth < 1:
             raise ValueError(f"prefetch_queue_depth must be an integer >= 1, got {prefetch_queue_depth!r}")
-        if isinstance(initial_fill, bool) or not isinstance(initial_fill, int) or initial_fill < 1:
-            raise ValueError(f"initial_fill must be an integer >= 1, got {initial_fill!r}")
+        if isinstance(initial_fill, bool) or not isinstance(initial_fill, int) or initial_fill < 0:
+            raise ValueError(f"initial_fill must be an integer >= 0, got {initial_fill!r}")
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ValueError(f"seed must be an integer, got {seed!r}")
         self._stream_args = dict(

@@ -80,6 +80,8 @@ def parse_file_list(file_list: str, file_root: str | None) -> tuple[list[str], l
             label = int(parts[1])
         except ValueError:
             raise ValueError(f"{file_list}:{lineno}: expected '<name> <label>', got {line!r}") from None
+        if not -2**31 <= label < 2**31:
+            raise ValueError(f"{file_list}:{lineno}: label {label} does not fit in int32 (the labels' type)")
         paths.append(os.path.join(base, parts[0]))
         labels.append(label)
     return paths, labels

@@ -166,8 +166,9 @@ class SampleStream:
                 f"num_shards={num_shards} is larger than the dataset ({size} samples); every "
                 "shard needs at least one sample"
             )
-        if initial_fill < 1:
-            raise ValueError(f"initial_fill must be >= 1, got {initial_fill}")
+        if initial_fill < 0:
+            raise ValueError(f"initial_fill must be >= 0, got {initial_fill}")
+        initial_fill = max(initial_fill, 1)  # 0 (which DALI accepts): a buffer of one, no shuffling
         if shuffle_after_epoch and random_shuffle:
             raise ValueError("shuffle_after_epoch and random_shuffle cannot be both true")
         if shuffle_after_epoch and stick_to_shard:
