@@ -166,10 +166,19 @@ def test_resize_batch_per_sample_size_ragged_and_save_attrs(rng):
     out, attrs = ndd.resize(ndd.batch(imgs), size=sizes, save_attrs=True)
     got = as_np(out)
     assert [o.shape[:2] for o in got] == [(10, 20), (25, 5), (31, 31)]
-    assert [tuple(a) for a in as_np(attrs)] == [(10, 20), (25, 5), (31, 31)]
+    assert [tuple(a) for a in as_np(attrs)] == [(30, 40), (50, 20), (31, 31)]  # the inputs' (H, W), as DALI
     for img, o in zip(imgs, got):
         np.testing.assert_array_equal(o, as_np(ndd.resize(img, size=o.shape[:2])))
     np.testing.assert_array_equal(got[2], imgs[2])
+
+
+def test_resize_negative_size_flips(rng):
+    """A negative extent in ``size`` flips that axis, as resize_x / resize_y do (and DALI)."""
+    img = rand_image(rng, 17, 23, 3)
+    up = as_np(ndd.resize(img, size=(30, 40)))
+    np.testing.assert_array_equal(as_np(ndd.resize(img, size=(-30, 40))), up[::-1])
+    np.testing.assert_array_equal(as_np(ndd.resize(img, size=(30, -40))), up[:, ::-1])
+    np.testing.assert_array_equal(as_np(ndd.resize(img, resize_y=-30, resize_x=40)), up[::-1])
 
 
 def test_resize_dtype_float(rng):
@@ -186,7 +195,6 @@ def test_resize_dtype_float(rng):
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"size": (-3, 4)}, "'size' must be non-negative"),
     ({"resize_shorter": -1}, "'resize_shorter' must be non-negative"),
     ({"size": (10, 10), "interp_type": 17}, "'interp_type'"),
     ({"size": (10, 10), "mode": "bogus"}, "'mode' must be one of"),

@@ -475,9 +475,7 @@ def resize_plan(op: str, args: KernelArgs, i: int, hw: tuple[int, int]) -> Resiz
             size = size * 2
         if len(size) != 2:
             raise ValueError(f"Operator `{op}`: argument 'size' must be (H, W), got {list(size)} for sample {i}")
-        if min(size) < 0:
-            raise ValueError(f"Operator `{op}`: argument 'size' must be non-negative, got {list(size)} for sample {i}")
-        req = list(size)
+        req = list(size)  # a negative extent flips, as resize_x / resize_y
     elif rs or rl:
         v = rs or rl
         if v < 0:

@@ -217,7 +217,7 @@ def _resize_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
 
 def _resize_validate(args: dict) -> None:
     op = "resize"
-    _non_negative(op, args, "size", "resize_shorter", "resize_longer", "max_size")
+    _non_negative(op, args, "resize_shorter", "resize_longer", "max_size")  # a negative size flips
     if args["size"] is not None and len(args["size"]) not in (1, 2):
         raise _err(op, "size", f"must have one value per spatial dimension (H, W), got {len(args['size'])}")
     if args["resize_z"]:
@@ -234,7 +234,7 @@ def _resize_validate(args: dict) -> None:
 RESIZE = OpSchema(
     "resize",
     args={
-        "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); a 0 extent is derived from the others"),
+        "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); a 0 extent is derived from the others, a negative one flips"),
         "resize_x": Arg(FLOAT, 0.0, per_sample=True, doc="output width (negative flips)"),
         "resize_y": Arg(FLOAT, 0.0, per_sample=True, doc="output height (negative flips)"),
         "resize_z": Arg(FLOAT, 0.0, per_sample=True, doc="volumes only"),
@@ -247,7 +247,7 @@ RESIZE = OpSchema(
         "roi_end": Arg(FLOATS, None, per_sample=True, doc="input region end (y, x); end < start flips"),
         "roi_relative": Arg(BOOL, False, doc="ROI given as fractions of the input size"),
         "subpixel_scale": Arg(BOOL, True, doc="keep the exact scale when the output size is rounded"),
-        "save_attrs": Arg(BOOL, False, doc="also return the output size (H, W) of each sample, int32"),
+        "save_attrs": Arg(BOOL, False, doc="also return the (H, W) of each input sample, int32 (as DALI)"),
         **_RESAMPLING_ARGS,
     },
     infer=_resize_infer, validate=_resize_validate, provided_by=_PKG,

@@ -97,7 +97,14 @@ def _is_whole(plan: Plan, hw: tuple[int, ...]) -> bool:
 
 
 def _resample_cv(img: np.ndarray, plan: Plan) -> np.ndarray:
-    """Plain (not antialiased) LINEAR through OpenCV."""
+    """Plain (not antialiased) LINEAR through OpenCV; a flipped axis is resampled unflipped
+    and the result flipped (the same sampling points, so a flip is exactly the mirror)."""
+    flip_y, flip_x = plan.hi[0] < plan.lo[0], plan.hi[1] < plan.lo[1]
+    if flip_y or flip_x:
+        lo = tuple(min(a, b) for a, b in zip(plan.lo, plan.hi))
+        hi = tuple(max(a, b) for a, b in zip(plan.lo, plan.hi))
+        out = _resample_cv(img, Plan(plan.out, lo, hi))
+        return out[::-1 if flip_y else 1, ::-1 if flip_x else 1]
     oh, ow = plan.out
     src = img if img.dtype in (np.uint8, np.float32) else img.astype(np.float32)
     if _is_whole(plan, img.shape):
@@ -295,7 +302,7 @@ def resize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     plans, filters = resize_plans(ctx.op, args, shapes)
     aa = args["antialias"]
     nbytes = sum(s.nbytes for s in samples)
-    attrs = [np.array(p.out, np.int32) for p in plans]
+    attrs = [np.array(hw, np.int32) for hw in shapes]  # as DALI: each input's (H, W)
     # A small uniform batch with one plan and a plain NN / LINEAR filter: one OpenCV call.
     if (n > 1 and nbytes < 1 << 18 and len({s.shape for s in samples}) == 1 and plans[0] is plans[-1]
             and filters[0] is filters[-1] and samples[0].dtype in (np.uint8, np.float32)

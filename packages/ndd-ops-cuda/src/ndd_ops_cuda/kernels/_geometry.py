@@ -522,7 +522,7 @@ def resize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     out = _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx)) if n else []
     if not args["save_attrs"]:
         return out
-    attrs = np.array([p.out for p in plans], np.int32).reshape(n, 2)
+    attrs = np.array(shapes, np.int32).reshape(n, 2)  # as DALI: each input's (H, W)
     return out, upload(attrs, device_of(ctx, inputs))
 
 
