@@ -240,9 +240,11 @@ def shaped_param(op: str, name: str, v: Any, red_shape: tuple[int, ...], i: int)
 
 # -- colour ----------------------------------------------------------------------------
 
+# DALI's constants (its colour matrices, fitted from DALI 2.4's outputs, are exactly these
+# and their inverse)
 _RGB2YIQ = np.array([[0.299, 0.587, 0.114],
-                     [0.596, -0.274, -0.322],
-                     [0.211, -0.523, 0.312]])
+                     [0.596, -0.274, -0.321],
+                     [0.211, -0.523, 0.311]])
 _YIQ2RGB = np.linalg.inv(_RGB2YIQ)
 
 
