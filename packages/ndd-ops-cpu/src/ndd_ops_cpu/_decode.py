@@ -22,11 +22,13 @@ from ._crop import crop_window, random_windows
 _RGB, _BGR, _GRAY, _YCBCR, _ANY = (DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY,
                                    DALIImageType.YCbCr, DALIImageType.ANY_DATA)
 
-# ITU-R BT.601 studio-swing RGB -> YCbCr (Y in 16..235, Cb/Cr in 16..240), as DALI's
-# colour-space conversion. Rows: Y, Cb, Cr; the last column is the offset.
-_YCBCR_MATRIX = np.array([[0.257, 0.504, 0.098, 16.0],
-                          [-0.148, -0.291, 0.439, 128.0],
-                          [0.439, -0.368, -0.071, 128.0]])
+# ITU-R BT.601 studio-swing RGB -> YCbCr (Y in 16..235, Cb/Cr in 16..240) with the standard's
+# full-precision coefficients, rounded to nearest: DALI 2.4's decoder output, bit for bit
+# (checked on 12,288 random values). Rows: Y, Cb, Cr.
+_YCBCR_MATRIX = (np.array([[65.481, 128.553, 24.966],
+                           [-37.797, -74.203, 112.0],
+                           [112.0, -93.786, -18.214]]) / 255).astype(np.float32)
+_YCBCR_OFFSET = np.array([16.0, 128.0, 128.0], np.float32)
 
 
 class DecodeError(Exception):
@@ -120,7 +122,9 @@ def _from_rgb(rgb: np.ndarray, out: DALIImageType) -> np.ndarray:
         return rgb[..., ::-1]
     if out == _GRAY:
         return cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2GRAY)[..., None]
-    return cv2.transform(np.ascontiguousarray(rgb), _YCBCR_MATRIX)
+    # In float and rounded once (OpenCV's uint8 transform is fixed point, off by 1 at times).
+    y = rgb.astype(np.float32) @ _YCBCR_MATRIX.T + _YCBCR_OFFSET
+    return np.clip(np.rint(y), 0, 255).astype(np.uint8)
 
 
 _EXIF = b"Exif\x00\x00"
