@@ -583,3 +583,21 @@ def test_random_site_run_twice_a_step_warns_at_the_users_line(lmdb_path):
     line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1) if text.endswith("# the line"))
     assert caught[0].lineno == line
     assert any(f.code == "NDD-C106" for f in ndd.capture.report().fallbacks)
+
+
+def test_wrapped_reader_iterator_captures_feeder_reads(lmdb_path):
+    """An ExternalSource read in the body of a wrapped loop is a feeder (captured) too."""
+    def feeder_values(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        feeder = ndd.ExternalSource(iter([[np.full(2, i, np.int32)] * B for i in range(100)]))
+        out = []
+        for _ in _progress(reader.next_epoch(batch_size=B, capture=capture)):
+            f = feeder()
+            out.append(np.array(ndd.as_tensor(ndd.cast(f, dtype=ndd.int64))))
+        return out
+
+    eager = feeder_values(False)
+    got = feeder_values(True)
+    assert all(np.array_equal(a, b) for a, b in zip(got, eager)) and len(got) == len(eager)
+    site = ndd.capture.report().sites[0]
+    assert site.op == "cast" and site.captured and site.replayed == 40 // B - 1

@@ -457,3 +457,15 @@ def test_dalis_own_interp_enum_and_a_2x3_matrix():
     flat = as_np(ndd.warp_affine(img, matrix=[0.5, 0, 1, 0, 0.5, 0.25]))
     for m in ([[0.5, 0, 1], [0, 0.5, 0.25]], np.array([[0.5, 0, 1], [0, 0.5, 0.25]], np.float32)):
         np.testing.assert_array_equal(as_np(ndd.warp_affine(img, matrix=m)), flat)
+
+
+def test_resize_four_channels_keeps_colour_under_alpha(rng):
+    """A 4-channel uint8 image is resampled channel by channel: Pillow's RGBA mode would
+    premultiply the colour by alpha and change it wherever alpha < 255."""
+    x = rand_image(rng, 20, 30, 4)
+    x[..., 3] = 10
+    for interp in (types.INTERP_CUBIC, types.INTERP_LANCZOS3, types.INTERP_LINEAR):
+        four = as_np(ndd.resize(x, size=(10, 15), interp_type=interp))
+        rgb = as_np(ndd.resize(np.ascontiguousarray(x[..., :3]), size=(10, 15), interp_type=interp))
+        np.testing.assert_array_equal(four[..., :3], rgb)
+        assert (four[..., 3] == 10).all()

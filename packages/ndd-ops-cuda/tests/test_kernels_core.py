@@ -101,6 +101,20 @@ def test_cast_like_on_the_gpu():
     assert ndd.cast_like(batch(xs).gpu(), like).device == ndd.Device("gpu:0")
 
 
+def test_constructors_convert_device_data_as_cast_does():
+    """tensor/as_tensor/batch(dtype=) of device data round and saturate as on the host."""
+    x = np.array([1.7, -2.7, 300.0, 2.5, np.nan], np.float32)
+    on_gpu = ndd.as_tensor(x, device="gpu")
+    for dt in (ndd.uint8, ndd.int32, ndd.int8):
+        want = np.asarray(ndd.as_tensor(x, dtype=dt))
+        assert want.tolist() == _saturated(x, dt.numpy_dtype).tolist()
+        for got in (ndd.as_tensor(on_gpu, dtype=dt), ndd.tensor(on_gpu, dtype=dt)):
+            assert got.device == ndd.Device("gpu:0")
+            np.testing.assert_array_equal(np.asarray(got.cpu()), want)
+    b = ndd.batch([on_gpu, on_gpu], dtype=ndd.uint8)
+    np.testing.assert_array_equal(np.asarray(b.tensors[1].cpu()), np.asarray(ndd.as_tensor(x, dtype=ndd.uint8)))
+
+
 @pytest.mark.parametrize("src", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("dst", [ndd.int32, ndd.uint32, ndd.int64, ndd.uint64])
 def test_cast_saturates_wide_targets(src, dst):

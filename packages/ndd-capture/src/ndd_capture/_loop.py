@@ -365,7 +365,8 @@ class CaptureLoop:
         # the same values: the captured calls run in the pipeline's context. Not on another
         # device, where the pipeline's results are not.
         cur = EvalContext.current()
-        if cur is not self.ctx and cur.device_id != self.ctx.device_id:
+        if cur is not self.ctx and None not in (cur.device_id, self.ctx.device_id) \
+                and cur.device_id != self.ctx.device_id:
             self._teardown("Cannot change EvalContext for a capture-mode loop.")
             raise RuntimeError("Cannot change EvalContext for a capture-mode loop.")
         key = (schema.name, chain)
@@ -896,7 +897,7 @@ def hook(schema: Any, inputs: tuple, kwargs: dict) -> Any:
 
 def _enter(loop: CaptureLoop) -> None:
     active = getattr(_tls, "loop", None)
-    if active is not None and active is not loop and _frame_live(active.loop_frame):
+    if active is not None and active is not loop and _in_body(active):
         raise RuntimeError("Only one capture-mode loop can be active at a time")
     _tls.loop = loop
 
@@ -913,10 +914,13 @@ def _in_context(loop: CaptureLoop) -> Any:
 _NO_CONTEXT = contextlib.nullcontext()  # reusable: entered once per step of most loops
 
 
-def _frame_live(frame: Any) -> bool:
+def _in_body(loop: CaptureLoop) -> bool:
+    """Whether the caller runs inside ``loop``'s body: the frame it took its step from (or,
+    for a wrapped iterator, a frame of the stack it was taken from) is on the stack."""
+    frame, stack = loop.loop_frame, loop.loop_stack
     f = sys._getframe(1)
     while f is not None:
-        if f is frame:
+        if f is frame or f in stack:
             return True
         f = f.f_back
     return False
@@ -1198,7 +1202,7 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
 def feed(es: Any, batch_size: int | None) -> Any:
     """Core's ExternalSource.__call__ asks here first; NotImplemented means "not a feeder read"."""
     loop = getattr(_tls, "loop", None)
-    if loop is None or not _frame_live(loop.loop_frame):
+    if loop is None or not _in_body(loop):
         if es._owner is not None and es._owner is not loop:
             raise RuntimeError("This ExternalSource is already used in a capture-mode loop")
         return NotImplemented

@@ -134,8 +134,10 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
     if dense is None and copy and dev.device_type == "cpu" and all(isinstance(a, np.ndarray) for a in samples) \
             and len({a.shape for a in samples}) == 1:
         # A copy of same-shape host samples is made as one dense array (as DALI's contiguous
-        # batches): dense kernels take it, and torch(copy=False) shares it.
-        dense, samples = np.stack(samples), None
+        # batches): dense kernels take it, and torch(copy=False) shares it. (The stack is
+        # the copy: only a change of type converts it again.)
+        dense, samples, copy = np.stack(samples), None, False
+        conv = out_dt != dt
     if dense is not None:
         bd = BatchData(dense=fix(dense) if conv else dense)
         n = len(dense)

@@ -582,6 +582,8 @@ def nn_indices(n_in: int, n_out: int, lo: float, hi: float, rows: bool) -> np.nd
     so that centres falling (almost) exactly on a pixel edge pick the same pixel: columns as
     ``lo + (x + 0.5) * scale``, rows by adding ``scale`` row after row (observed in DALI 2.4
     on whole images and ROIs)."""
+    if n_out == 0:
+        return np.zeros(0, np.intp)
     f32 = np.float32
     scale = f32(f32(hi - lo) / f32(n_out))
     if rows:

@@ -86,12 +86,17 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def _flatten(v: Any) -> Any:
-    for x in v:
-        if isinstance(x, (list, tuple)):
-            yield from _flatten(x)
-        else:
-            yield x
+def _flatten(op: str, name: str, v: list | tuple) -> list:
+    """A list of values, or a rectangular nest of them (a matrix, a (1, 1, 3) mean) row by row."""
+    if not any(isinstance(x, (list, tuple)) for x in v):
+        return list(v)
+    try:
+        arr = np.asarray(v)
+    except ValueError:  # ragged
+        arr = np.empty(0, object)
+    if arr.dtype == object:
+        raise _type_error(op, name, "a list of numbers or a rectangular nest of them", v)
+    return arr.ravel().tolist()
 
 
 def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
@@ -162,7 +167,7 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
             raise ValueError(f"Operator `{op}`: argument '{name}': {v} is not a valid {cls.__name__}") from None
     if k in (INTS, FLOATS):
         scalar = FLOAT if k == FLOATS else INT
-        items = list(_flatten(v)) if isinstance(v, (list, tuple)) else [v]  # a matrix: row by row
+        items = _flatten(op, name, v) if isinstance(v, (list, tuple)) else [v]
         return tuple(convert_arg(op, name, Arg(scalar), x) for x in items)
     raise AssertionError(f"unknown argument kind {k}")
 

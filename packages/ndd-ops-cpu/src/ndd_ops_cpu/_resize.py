@@ -221,8 +221,8 @@ def _resample_pil(img: np.ndarray, plan: Plan, kind: DALIInterpType, out: np.nda
             out.reshape(oh, ow, c)[...] = res
             return out
         return res if img.ndim == 3 else res[..., 0]
-    if x.dtype == np.uint8 and c in (1, 3, 4):
-        mode = {1: "L", 3: "RGB", 4: "RGBA"}[c]
+    if x.dtype == np.uint8 and c in (1, 3):  # (not RGBA: Pillow premultiplies alpha; planes below)
+        mode = {1: "L", 3: "RGB"}[c]
         im = Image.fromarray(x[..., 0] if c == 1 else x, mode)
         res = np.asarray(im.resize((ow, oh), f, box=box))
         res = res.reshape(oh, ow, c)
@@ -303,7 +303,7 @@ def resize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     aa = args["antialias"]
     nbytes = sum(s.nbytes for s in samples)
     attrs = [np.array(hw, np.int32) for hw in shapes]  # as DALI: each input's (H, W)
-    # A small uniform batch with one plan and a plain NN / LINEAR filter: one OpenCV call.
+    # A small uniform batch with one plan and a plain LINEAR filter: one OpenCV call.
     if (n > 1 and nbytes < 1 << 18 and len({s.shape for s in samples}) == 1 and plans[0] is plans[-1]
             and filters[0] is filters[-1] and samples[0].dtype in (np.uint8, np.float32)
             and int(np.prod(samples[0].shape[2:])) * n <= _CV_MAX_CHANNELS

@@ -366,9 +366,15 @@ class CudaBackend:
         return self.stream_for(None, arr.device.index if arr.device.type == "cuda" else None)
 
     def astype(self, arr: Any, npd: Any, copy: bool) -> Any:
-        """``arr`` converted to NumPy dtype ``npd`` (a copy when ``copy``)."""
+        """``arr`` converted to NumPy dtype ``npd`` (a copy when ``copy``), with the ``cast``
+        operator's rounding and saturation, as core converts host data."""
+        from .kernels._core import _saturate_cast
+
+        dt = self.torch_dtype(npd)
         with self._on(arr):
-            return arr.to(self.torch_dtype(npd), copy=copy)
+            if arr.dtype == dt:
+                return arr.clone() if copy else arr
+            return _saturate_cast(arr, np.dtype(npd), dt)
 
     def copy(self, arr: Any) -> Any:
         with self._on(arr):

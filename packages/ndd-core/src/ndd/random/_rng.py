@@ -58,7 +58,7 @@ class RNGState:
     the high and low 64 bits of the 128-bit counter (16 uppercase hex digits
     each, as DALI writes them; either case is read) and the phase digit.  A state
     compares equal to another state or to its string (in either case), and hashes
-    like its string.
+    like its own (uppercase) string.
     """
 
     __slots__ = ("_counter", "_key", "_phase", "_text")
