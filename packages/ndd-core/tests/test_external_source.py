@@ -122,3 +122,47 @@ def test_batch_size_type_is_checked_at_the_call():
     with pytest.raises(TypeError, match="batch_size must be an int, got str '4'"):
         es(batch_size="4")
     assert es(batch_size=np.int64(4)).batch_size == 4
+
+
+def _numbers():
+    yield np.int32(1)
+    yield np.int32(2)
+
+
+class _Numbers:
+    def __call__(self):
+        yield np.int32(7)
+
+
+def test_generator_function_source_is_called_for_each_pass():
+    """As DALI: a generator function (or an object whose __call__ is one) is called to get
+    the iterator, and again at each rewind when cycling; a generator object cannot cycle."""
+    es = ndd.ExternalSource(_numbers)
+    assert [es().item(), es().item()] == [1, 2]
+    with pytest.raises(StopIteration):
+        es()
+    quiet = ndd.ExternalSource(_numbers, cycle="quiet")
+    assert [quiet().item() for _ in range(5)] == [1, 2, 1, 2, 1]
+    assert ndd.ExternalSource(_Numbers())().item() == 7
+    with pytest.raises(TypeError, match="Cannot cycle through a generator"):
+        ndd.ExternalSource(_numbers(), cycle="quiet")
+
+
+def test_cycle_values_and_callables_as_dali():
+    for bad in (0, 1, "yes"):
+        with pytest.raises(ValueError, match="cycle"):
+            ndd.ExternalSource([1], cycle=bad)
+    for cycle in (False, "no", True):  # a callable takes no cycle at all
+        with pytest.raises(ValueError, match="cycle"):
+            ndd.ExternalSource(lambda: 1, cycle=cycle)
+
+
+def test_numpy_scalars_and_narrow_int_types_are_one_sample():
+    """A list of NumPy scalars (or 0-d arrays) is one sample, as a list of Python numbers;
+    a Python int with a narrow integer type reads back (was a broken 0-d tensor)."""
+    for item in ([np.int64(1), np.int64(2)], [np.float64(1), np.float64(2)], [np.array(1), np.array(2)]):
+        out = ndd.ExternalSource(lambda item=item: item)()
+        assert isinstance(out, ndd.Tensor) and out.shape == (2,)
+    for dt in (ndd.uint8, ndd.int8, ndd.int16, ndd.uint16):
+        t = ndd.ExternalSource(lambda: 5, dtype=dt)()
+        assert t.dtype == dt and np.asarray(t).item() == 5 and np.asarray(ndd.tensor(300, dtype=dt)).ndim == 0

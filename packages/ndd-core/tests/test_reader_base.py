@@ -57,6 +57,8 @@ def test_batch_size_fixed_after_first_use():
     with pytest.raises(ValueError, match="`batch_size` 3 is different than the `max_batch_size` 2"):
         r.next_epoch(batch_size=3)
     assert values(Counter(max_batch_size=3).next_epoch())[0] == [0, 1, 2]
+    with pytest.raises(ValueError, match="`batch_size` 4 is larger than the `max_batch_size` 3"):
+        Counter(max_batch_size=3).next_epoch(batch_size=4)  # as DALI
 
 
 def test_mixing_modes_raises():

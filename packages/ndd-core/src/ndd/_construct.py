@@ -136,7 +136,7 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
         # A copy of same-shape host samples is made as one dense array (as DALI's contiguous
         # batches): dense kernels take it, and torch(copy=False) shares it. (The stack is
         # the copy: only a change of type converts it again.)
-        dense, samples, copy = np.stack(samples), None, False
+        dense, samples, copy, ext = np.stack(samples), None, False, False  # (our own copy)
         conv = out_dt != dt
     if dense is not None:
         bd = BatchData(dense=fix(dense) if conv else dense)

@@ -25,6 +25,23 @@ UNUSED, EAGER, ROOT, FEEDER = "unused", "eager", "root", "feeder"
 _CYCLE = {None: "no", False: "no", "no": "no", True: "quiet", "quiet": "quiet", "raise": "raise"}
 
 
+def _cycle_mode(cycle: Any) -> str:
+    """``cycle`` as "no", "quiet" or "raise" (not 0 or 1, which equal False and True)."""
+    if cycle is None or isinstance(cycle, bool) or cycle in ("no", "quiet", "raise"):
+        return _CYCLE[cycle]
+    raise ValueError(f"cycle must be 'no', 'quiet', 'raise', True, False or None; got {cycle!r}")
+
+
+def _makes_generator(source: Any) -> bool:
+    """A generator function (or a method, partial or callable object that is one): called
+    to get the iterable, as DALI does, once per pass when cycling."""
+    if inspect.isgeneratorfunction(source):
+        return True
+    if inspect.isfunction(source) or not callable(source):
+        return False
+    return inspect.isgeneratorfunction(type(source).__call__)  # an object whose __call__ is one
+
+
 def _per_output(name: str, value: Any, n: int) -> list:
     if isinstance(value, (list, tuple)):
         if len(value) != n:
@@ -42,17 +59,24 @@ def _check_batch_size(v: Any, least: int) -> int:
     return int(v)
 
 
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, (int, float, bool, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
+
+
 def _is_batch_like(item: Any) -> bool:
+    """A Batch, or a list of arrays (each a sample); a list of scalars (Python or NumPy, or
+    0-d arrays) is one sample."""
     if isinstance(item, Batch):
         return True
     return isinstance(item, (list, tuple)) and len(item) > 0 and all(
         isinstance(x, (Tensor, np.ndarray)) or hasattr(x, "__array__") or hasattr(x, "__dlpack__")
         for x in item
-    ) and not all(isinstance(x, (int, float, bool)) for x in item)
+    ) and not all(_is_scalar(x) for x in item)
 
 
 class ExternalSource:
-    """A source of data from Python: a callable with no parameters, or an iterable.
+    """A source of data from Python: a callable with no parameters, an iterable, or a
+    generator function (called for an iterator, again for each pass when cycling).
 
     ``cycle``: ``"no"``/False/None raises StopIteration at the end; ``"quiet"``/True
     starts over silently; ``"raise"`` raises StopIteration once, then starts over.
@@ -71,10 +95,15 @@ class ExternalSource:
     ) -> None:
         if not isinstance(num_outputs, int) or isinstance(num_outputs, bool) or num_outputs <= 0:
             raise ValueError(f"num_outputs must be a positive integer, got {num_outputs!r}")
-        if cycle not in _CYCLE:
-            raise ValueError(f"cycle must be 'no', 'quiet', 'raise', True, False or None; got {cycle!r}")
-        self._cycle = _CYCLE[cycle]
-        if callable(source) and not hasattr(source, "__iter__"):
+        self._cycle = _cycle_mode(cycle)
+        self._factory: Callable[[], Any] | None = None
+        if inspect.isgenerator(source) and self._cycle != "no":
+            raise TypeError("Cannot cycle through a generator: pass the generator function instead, "
+                            "which is called again for each pass")
+        if _makes_generator(source):
+            self._factory = source
+            self._callable = None
+        elif callable(source) and not hasattr(source, "__iter__"):
             try:
                 sig = inspect.signature(source)
             except (TypeError, ValueError):
@@ -84,7 +113,7 @@ class ExternalSource:
                 for p in sig.parameters.values()
             ):
                 raise ValueError("ExternalSource only supports callables with no parameters")
-            if self._cycle != "no":
+            if cycle is not None:
                 raise ValueError("`cycle` needs an iterable source; a callable cannot be cycled")
             self._callable: Callable[[], Any] | None = source
         elif hasattr(source, "__iter__"):
@@ -111,7 +140,7 @@ class ExternalSource:
         if self._callable is not None:
             return self._callable()
         if self._iter is None:
-            self._iter = iter(self._source)
+            self._iter = self._pass()
         try:
             return next(self._iter)
         except StopIteration:
@@ -119,12 +148,16 @@ class ExternalSource:
                 raise  # stays exhausted: every later pull raises StopIteration too
             self._iter = None  # "raise": start over on the next pull
             if self._cycle == "quiet":
-                self._iter = iter(self._source)
+                self._iter = self._pass()
                 try:
                     return next(self._iter)
                 except StopIteration:
                     raise StopIteration("ExternalSource: the iterable is empty") from None
             raise
+
+    def _pass(self) -> Iterator:
+        """An iterator over one pass of an iterable source."""
+        return iter(self._factory() if self._factory is not None else self._source)
 
     def _convert(self, item: Any, batch_size: int | None) -> Any:
         """Turn one pulled item into Tensors/Batches (a tuple when num_outputs > 1)."""

@@ -169,6 +169,9 @@ class Reader:
             return None
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if self._max_batch_size is not None and batch_size > self._max_batch_size:
+            raise ValueError(f"`batch_size` {batch_size} is larger than the `max_batch_size` "
+                             f"{self._max_batch_size} given to the reader")
         if self._batch_size is not None and batch_size != self._batch_size:
             raise ValueError(
                 f"`batch_size` {batch_size} is different than the `max_batch_size` "

@@ -70,7 +70,8 @@ def saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
         return x.astype(dst)
     if plan[0] == "clip":
         src = x.dtype.type
-        return np.clip(x, src(plan[1]), src(plan[2])).astype(dst)
+        # (np.asarray: np.clip of a 0-d array gives a NumPy scalar, not an array)
+        return np.asarray(np.clip(x, src(plan[1]), src(plan[2]))).astype(dst)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(x.shape, dst)
     dest = out.reshape(-1)
