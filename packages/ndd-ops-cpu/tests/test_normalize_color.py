@@ -252,3 +252,18 @@ def test_brightness_contrast_hue_saturation_ops(photos):
                       (ndd.saturation, "hue")):
         with pytest.raises(TypeError, match=f"`{fn.__name__}` got an unexpected keyword argument '{other}'"):
             fn(img, **{other: 1.0})
+
+
+def test_integer_outputs_round_half_away_from_zero_as_dali():
+    """Operators convert to integer types as DALI's ConvertSat: halves away from zero, then
+    saturated (DALI 2.4: x = 0..7, mean 0.5, std 1 to int8 gives [-1, 1, 2, 3, ...])."""
+    x = np.arange(8, dtype=np.float32).reshape(1, 8, 1)
+    want = [-1, 1, 2, 3, 4, 5, 6, 7]
+    out = as_np(ndd.normalize(ndd.tensor(x, layout="HWC"), mean=0.5, stddev=1.0, dtype=ndd.int8))
+    assert out.ravel().tolist() == want
+    out = as_np(ndd.crop_mirror_normalize(ndd.tensor(x, layout="HWC"), mean=[0.5], std=[1.0], dtype=ndd.int8,
+                                          output_layout="HWC"))
+    assert out.ravel().tolist() == want
+    u8 = as_np(ndd.brightness_contrast(ndd.tensor(np.array([[[1], [3]]], np.uint8), layout="HWC"),
+                                       brightness=0.5))
+    assert u8.ravel().tolist() == [1, 2]  # 0.5 -> 1, 1.5 -> 2 (half to even would give 0, 2)

@@ -65,6 +65,7 @@ _CHUNK = 1 << 17
 
 def saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     """``x.astype(dst)`` with DALI's ConvertSat rules (see :func:`cast_plan`)."""
+    dst = np.dtype(dst)
     plan = _cast_plan(x.dtype, dst)
     if plan[0] == "plain":
         return x.astype(dst)

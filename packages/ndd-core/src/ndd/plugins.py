@@ -58,13 +58,13 @@ from ._image_args import (
     windows_per_sample,
 )
 from ._plugins import PluginRecord, Registry
-from ._saturate import cast_plan
+from ._saturate import cast_plan, saturate_cast
 from ._schema import Arg, OpSchema, OutMeta
 from ._storage import BatchData, LazyBatchData
 
 __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
-           "get_op_call_hook", "schemas", "arithm_result_types", "cast_plan", "upload_host", "upload_device",
+           "get_op_call_hook", "schemas", "arithm_result_types", "cast_plan", "saturate_cast", "upload_host", "upload_device",
            # argument handling shared by the image kernels of every device (_image_args)
            "Window", "axis_kinds", "axis_taps", "batch_windows", "brightness_contrast_params", "check_hw_layout",
            "cmn_coefficients", "color_twist_params", "crop_window", "fill_vector", "half_range", "hsv_matrix",

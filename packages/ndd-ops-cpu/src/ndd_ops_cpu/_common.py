@@ -8,7 +8,7 @@ from typing import TypeVar
 import cv2
 import numpy as np
 
-from ndd.plugins import KernelContext
+from ndd.plugins import KernelContext, saturate_cast
 from ndd.types import DALIInterpType
 
 T = TypeVar("T")
@@ -37,14 +37,12 @@ def batch_nbytes(samples: Sequence[np.ndarray]) -> int:
 
 
 def cast_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Convert ``x`` to ``dtype``: floats going to integers are rounded and saturated."""
+    """Convert ``x`` to ``dtype`` as DALI's operators do (ConvertSat): floats going to integers
+    are rounded half away from zero and saturated, integers saturated (``saturate_cast``)."""
     dtype, x = np.dtype(dtype), np.asarray(x)  # NumPy scalars (from 0-d arithmetic) as 0-d arrays
     if x.dtype == dtype:
         return x if x.flags.c_contiguous else np.ascontiguousarray(x)  # (it would make a 0-d array 1-d)
-    if dtype.kind in "iu" and x.dtype.kind == "f":
-        info = np.iinfo(dtype)
-        x = np.asarray(np.clip(np.rint(x), info.min, info.max))
-    return x.astype(dtype, order="C")
+    return saturate_cast(x, dtype)
 
 
 CV_INTERP = {

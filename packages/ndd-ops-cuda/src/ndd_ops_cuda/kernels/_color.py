@@ -22,6 +22,7 @@ from ndd.plugins import (
     brightness_contrast_params,
     color_twist_params,
     hsv_params,
+    saturate_cast,
 )
 
 from ._common import as_float, cast_to, numpy_dtype, out_dtype, stacked, upload
@@ -42,8 +43,8 @@ def brightness_contrast_gpu(ctx: KernelContext, inputs: list[BatchData], args: K
     gains, offsets = brightness_contrast_params(args, n, in_dt, numpy_dtype(dt))
     x = stacked(bd)
     if in_dt == np.uint8 and dt == torch.uint8:
-        luts = np.clip(np.rint(np.arange(256) * np.array(gains)[:, None] + np.array(offsets)[:, None]), 0, 255)
-        t = upload(luts.astype(np.uint8), first.device)
+        luts = saturate_cast(np.arange(256) * np.array(gains)[:, None] + np.array(offsets)[:, None], np.uint8)
+        t = upload(luts, first.device)  # (rounded half away from zero, as the CPU's tables)
         if x is not None:
             flat = x.reshape(n, -1).long()
             return t.gather(1, flat).reshape(x.shape)

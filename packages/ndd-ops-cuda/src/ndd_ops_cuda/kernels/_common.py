@@ -144,14 +144,16 @@ def stacked(bd: BatchData) -> torch.Tensor | None:
 
 
 def cast_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Convert ``x`` to ``dtype``; floats going to integers are rounded (half to even) and saturated."""
+    """Convert ``x`` to ``dtype`` as the CPU kernels do (DALI's ConvertSat: floats going to
+    integers rounded half away from zero and saturated, integers saturated)."""
     if x.dtype == dtype:
         return x.contiguous()
-    if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
-        info = torch.iinfo(dtype)
-        x = torch.round(x).clamp_(info.min, info.max)
-    # contiguous in the same kernel (``.to`` alone keeps a permuted view's strides)
-    return x.to(dtype, memory_format=torch.contiguous_format)
+    if dtype.is_floating_point or dtype == torch.bool:
+        # contiguous in the same kernel (``.to`` alone keeps a permuted view's strides)
+        return x.to(dtype, memory_format=torch.contiguous_format)
+    from ._core import _saturate_cast  # (that module imports this one)
+
+    return _saturate_cast(x, numpy_dtype(dtype), dtype).contiguous()
 
 
 def as_float(x: torch.Tensor) -> torch.Tensor:
