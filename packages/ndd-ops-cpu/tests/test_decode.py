@@ -176,3 +176,13 @@ def test_imread(tmp_path, photos):
     bad.write_bytes(b"\xff\xd8\xff\xe0 definitely not a jpeg")
     with raises(ValueError, "bad.jpg"):
         imread([paths[0], bad])
+
+
+def test_random_crop_fallback_window_as_dali():
+    """When no attempt fits, the window is the image cut to the nearest allowed aspect ratio:
+    its size and centring offset truncated, as DALI 2.4 (37x53 at ratio 3..4: 17 rows from 9)."""
+    img = np.repeat(np.arange(37, dtype=np.uint8)[:, None, None] * 6, 53, axis=1).repeat(3, axis=2)
+    data = encode(img, "PNG")
+    out = as_np(ndd.decoders.image_random_crop(data, random_area=[0.9, 1.0], random_aspect_ratio=[3.0, 4.0],
+                                               num_attempts=1, rng=ndd.random.RNG(0)))
+    np.testing.assert_array_equal(out, img[9:26])

@@ -173,12 +173,14 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
             out.append(((int(y0[i]), int(x0[i])), (int(h[i]), int(w[i]))))
             continue
         Hi, Wi = int(hw[i, 0]), int(hw[i, 1])
-        fw, fh = Wi, Hi
+        fw, fh = float(Wi), float(Hi)
         if Wi / Hi < rmin:
-            fh = max(1, round(Wi / rmin))
+            fh = Wi / rmin
         elif Wi / Hi > rmax:
-            fw = max(1, round(Hi * rmax))
-        out.append((((Hi - fh) // 2, (Wi - fw) // 2), (fh, fw)))
+            fw = Hi * rmax
+        # as DALI: the window's size and its centring offset from the unrounded size, both
+        # truncated (37 rows at ratio 3 of 53 columns: 17 rows from row 9)
+        out.append(((int((Hi - fh) / 2), int((Wi - fw) / 2)), (max(1, int(fh)), max(1, int(fw)))))
     return out
 
 
