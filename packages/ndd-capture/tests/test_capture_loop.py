@@ -155,6 +155,17 @@ def labels_of(batches):
     return [np.array(ndd.as_tensor(lab)).ravel().tolist() for _, lab in batches]
 
 
+def test_loop_that_only_reads_a_feeder_runs_eagerly(lmdb_path):
+    """A reader loop whose trace read a feeder but captured no operator runs eagerly, the
+    feeder read as a plain call on every step (its second step raised 'already used in a
+    capture-mode loop')."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    feeder = ndd.ExternalSource(iter([[np.full(2, i, np.int32)] * B for i in range(100)]))
+    with pytest.warns(UserWarning, match="no operators were captured"):
+        got = [np.array(ndd.as_tensor(feeder())) for _ in reader.next_epoch(batch_size=B, capture=True)]
+    assert [int(a.ravel()[0]) for a in got] == list(range(40 // B))
+
+
 @pytest.mark.parametrize("then", ["capture", "eager"])
 def test_empty_graph_frees_the_reader_for_the_next_epoch(lmdb_path, then):
     """After an epoch that captured nothing, the reader is free again (as in DALI): the next
@@ -593,7 +604,8 @@ def test_wrapped_reader_iterator_captures_feeder_reads(lmdb_path):
         out = []
         for _ in _progress(reader.next_epoch(batch_size=B, capture=capture)):
             f = feeder()
-            out.append(np.array(ndd.as_tensor(ndd.cast(f, dtype=ndd.int64))))
+            y = ndd.cast(f, dtype=ndd.int64)  # alone on its line: Python 3.10 too
+            out.append(np.array(ndd.as_tensor(y)))
         return out
 
     eager = feeder_values(False)

@@ -61,6 +61,11 @@ def test_cmn_ragged_per_sample_mean_pad_output(rng):
         assert (o[3] == 0).all()
     dense = as_np(ndd.crop_mirror_normalize(ndd.batch([imgs[1], imgs[1]]), pad_output=True, output_layout="HWC"))
     assert dense[0].shape == (25, 25, 4) and (dense[0][..., 3] == 0).all()
+    # one channel stays one (DALI 2.4: (9, 11, 1) -> (9, 11, 1)); sample and dense paths
+    gray = rand_image(rng, 9, 11, 1)
+    assert as_np(ndd.crop_mirror_normalize(gray, pad_output=True, output_layout="HWC")).shape == (9, 11, 1)
+    both = as_np(ndd.crop_mirror_normalize(ndd.batch([gray, gray]), pad_output=True))
+    assert both[0].shape == (1, 9, 11)
 
 
 def test_cmn_out_of_bounds_pad(rng):

@@ -1094,6 +1094,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                 warnings.warn("capture=True was specified but no operators were captured during tracing. "
                               "Falling back to dynamic mode.", UserWarning, stacklevel=2)
                 loop.eager_only = True
+                loop.release()  # feeders read in the trace are plain reads from now on
                 continue
             loop.start_worker(loop.source)
         else:

@@ -417,7 +417,7 @@ CROP_MIRROR_NORMALIZE = OpSchema(
         "mirror": Arg(INT, 0, per_sample=True, doc="flip horizontally (after cropping)"),
         "dtype": Arg(DTYPE, _dtype.float32, doc="output type (integers are rounded and saturated)"),
         "output_layout": Arg(STR, "CHW", doc="a permutation of the input layout"),
-        "pad_output": Arg(BOOL, False, doc="pad the channels to 4 (the extra channels are 0)"),
+        "pad_output": Arg(BOOL, False, doc="pad 3 channels to 4 (the extra channel is 0); other counts stay"),
         **_OOB,
     },
     infer=_cmn_infer, validate=_cmn_validate, provided_by=_PKG,

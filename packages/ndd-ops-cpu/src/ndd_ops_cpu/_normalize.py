@@ -86,7 +86,7 @@ def _cmn_dense(ctx: KernelContext, bd: BatchData, args: KernelArgs, lay: str, in
     else:
         mirror = np.full(n, bool(args["mirror"]))
     shape = list(src.shape[1:])
-    if ca >= 0 and args["pad_output"] and c < 4:
+    if ca >= 0 and args["pad_output"] and c == 3:  # RGB -> RGBA (as DALI: 3 only)
         shape[ca] = 4
     out_shape = tuple(shape[lay.index(ch)] for ch in args["output_layout"])
     dense = np.empty((n, *out_shape), np.float32)
@@ -146,7 +146,7 @@ def cmn_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
         shape = list(samples[i].shape)
         (_, _), (h, w) = wins[i]
         shape[ha], shape[wa] = h, w
-        if ca >= 0 and pad and chans[i] < 4:
+        if ca >= 0 and pad and chans[i] == 3:
             shape[ca] = 4
         return tuple(shape[lay.index(ch)] for ch in out_lay)
 

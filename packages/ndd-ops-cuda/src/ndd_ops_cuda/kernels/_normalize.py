@@ -112,7 +112,7 @@ def _cmn_window(op: str, src: torch.Tensor, valid: np.ndarray | None, coefs: lis
     # The multiply converts integer and half inputs to float32 itself (exactly as .to(float32)
     # would): no conversion kernel; float64 is converted first, as before.
     xf = src.to(torch.float32) if src.dtype == torch.float64 else src
-    pad = ca >= 0 and args["pad_output"] and c < 4
+    pad = ca >= 0 and args["pad_output"] and c == 3  # RGB -> RGBA, as the CPU
     perm = [0] + [1 + lay.index(ch) for ch in args["output_layout"]]
 
     def to_output(t: torch.Tensor) -> torch.Tensor:  # views: (n, h, w, rest...) -> the output layout
