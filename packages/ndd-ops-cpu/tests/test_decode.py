@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import cv2
 import numpy as np
 import pytest
 from ops_cpu_helpers import as_np, encode, pil_decode, raises
@@ -186,3 +187,23 @@ def test_random_crop_fallback_window_as_dali():
     out = as_np(ndd.decoders.image_random_crop(data, random_area=[0.9, 1.0], random_aspect_ratio=[3.0, 4.0],
                                                num_attempts=1, rng=ndd.random.RNG(0)))
     np.testing.assert_array_equal(out, img[9:26])
+
+
+@pytest.mark.parametrize("ext", [".png", ".tiff"])
+def test_16_bit_images_keep_their_precision(rng, ext):
+    """A 16-bit PNG or TIFF decodes at full precision, as DALI 2.4 (exact): dtype=uint16 gives
+    the stored values, float32 value / 65535, uint8 the value / 257 rounded (ndd went
+    through 8 bits, and OpenCV's RGB read scrambled 16-bit TIFF)."""
+    rgb = rng.integers(0, 65536, (13, 17, 3), dtype=np.uint16)
+    ok, buf = cv2.imencode(ext, np.ascontiguousarray(rgb[..., ::-1]))  # OpenCV writes BGR
+    assert ok
+    data = np.frombuffer(buf.tobytes(), np.uint8)
+    np.testing.assert_array_equal(as_np(ndd.decoders.image(data, dtype=ndd.uint16)), rgb)
+    np.testing.assert_allclose(as_np(ndd.decoders.image(data, dtype=ndd.float32)), rgb / 65535, atol=1e-6)
+    np.testing.assert_array_equal(as_np(ndd.decoders.image(data)), np.floor(rgb / 257 + 0.5).astype(np.uint8))
+    bgr = as_np(ndd.decoders.image(data, output_type=types.BGR, dtype=ndd.uint16))
+    np.testing.assert_array_equal(bgr, rgb[..., ::-1])
+    gray = rng.integers(0, 65536, (13, 17), dtype=np.uint16)
+    ok, buf = cv2.imencode(ext, gray)
+    g = as_np(ndd.decoders.image(np.frombuffer(buf.tobytes(), np.uint8), output_type=types.GRAY, dtype=ndd.uint16))
+    np.testing.assert_array_equal(g[..., 0], gray)

@@ -153,33 +153,43 @@ def _decode_jpeg(data: np.ndarray, out: DALIImageType, fast_idct: bool, orient: 
 
 
 def _decode_other(data: np.ndarray, out: DALIImageType, orient: bool) -> np.ndarray:
+    """PNG, BMP, TIFF, WebP, ...: uint8, or uint16 for 16-bit images (kept to the end, as
+    DALI does, so that dtype=uint16 or float32 loses nothing)."""
     # IMREAD_UNCHANGED keeps alpha and 16-bit depth but ignores EXIF orientation; the
-    # colour modes apply it. ANY_DATA therefore keeps the stored orientation.
-    if out == _ANY or not orient:
+    # colour modes apply it unless told not to. ANY_DATA therefore keeps the stored
+    # orientation. GRAY is the decoder's own conversion (DALI's values). Colour is read as
+    # BGR: OpenCV 5.0's IMREAD_COLOR_RGB | IMREAD_ANYDEPTH scrambles 16-bit TIFF.
+    keep = 0 if orient else cv2.IMREAD_IGNORE_ORIENTATION
+    if out == _ANY:
         img = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
     elif out == _GRAY:
-        img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE | cv2.IMREAD_ANYDEPTH)
+        img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE | cv2.IMREAD_ANYDEPTH | keep)
     else:
-        img = cv2.imdecode(data, cv2.IMREAD_COLOR_RGB | cv2.IMREAD_ANYDEPTH)
+        img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH | keep)
     if img is None:
         raise DecodeError("unsupported format or corrupt data")
-    if img.dtype == np.uint16:
-        img = ((img.astype(np.uint32) + 128) // 257).astype(np.uint8)
-    elif img.dtype != np.uint8:
+    if img.dtype not in (np.uint8, np.uint16):
         img = cast_to(img, np.uint8)
     if img.ndim == 2:
         img = img[..., None]
     c = img.shape[2]
-    if (out == _ANY or not orient) and c in (3, 4):  # IMREAD_UNCHANGED gives BGR(A)
+    if c in (3, 4):  # OpenCV gives BGR(A)
         img = cv2.cvtColor(img, cv2.COLOR_BGRA2RGBA if c == 4 else cv2.COLOR_BGR2RGB)
     if out == _ANY or (out == _GRAY and c == 1):
         return img
     rgb = np.repeat(img, 3, axis=2) if c == 1 else img[..., :3]
+    if out == _YCBCR and rgb.dtype == np.uint16:  # YCbCr is defined on 8-bit values
+        rgb = _u16_to_u8(rgb)
     return _from_rgb(rgb, out)
 
 
+def _u16_to_u8(x: np.ndarray) -> np.ndarray:
+    return ((x.astype(np.uint32) + 128) // 257).astype(np.uint8)  # x * 255 / 65535, rounded
+
+
 def decode_one(data: Any, out: DALIImageType, fast_idct: bool, orient: bool) -> np.ndarray:
-    """Decode one encoded image to an HWC uint8 array (raises DecodeError)."""
+    """Decode one encoded image to an HWC array, uint8 (uint16 for 16-bit images; raises
+    DecodeError)."""
     data = np.asarray(data)
     if data.dtype != np.uint8 or data.ndim != 1:
         raise DecodeError(f"expected a 1-D uint8 array of encoded bytes, got {data.dtype} of shape {data.shape}")
@@ -191,6 +201,12 @@ def decode_one(data: Any, out: DALIImageType, fast_idct: bool, orient: bool) -> 
 
 
 def _to_dtype(img: np.ndarray, dt: np.dtype) -> np.ndarray:
+    if img.dtype == np.uint16:  # a 16-bit image, at full precision
+        if dt == np.uint16:
+            return np.ascontiguousarray(img)
+        if dt == np.uint8:
+            return _u16_to_u8(img)
+        return img.astype(np.float32) * np.float32(1 / 65535)
     if dt == np.uint8:
         return np.ascontiguousarray(img)
     if dt == np.uint16:
