@@ -421,6 +421,9 @@ def test_crop_chw_and_bad_args(rng):
         ndd.crop(img, crop=(4, 4), crop_w=3)
     with raises(ValueError, r"crop.*'crop' must be non-negative"):
         ndd.crop(img, crop=(-4, 4))
+    for op in (ndd.crop, ndd.crop_mirror_normalize, ndd.decoders.image_crop):
+        with raises(ValueError, r"'crop_w' and 'crop_h' must be given together"):  # as DALI
+            op(img if op is not ndd.decoders.image_crop else np.zeros(10, np.uint8), crop_w=5)
     with raises(ValueError, r"crop.*'out_of_bounds_policy'"):
         ndd.crop(img, crop=(4, 4), out_of_bounds_policy="wrap")
     with raises(ValueError, r"crop.*'fill_values'"):

@@ -93,6 +93,10 @@ def _window_size(op: str, args: dict, names: tuple[str, ...]) -> None:
                 f"Operator `{op}`: argument 'crop' cannot be combined with {'/'.join(names)}"
             )
     _non_negative(op, args, "crop", *names)
+    given = [n for n in names if args.get(n)]
+    if given and len(given) != len(names):
+        raise ValueError(f"Operator `{op}`: arguments {' and '.join(repr(n) for n in names)} must be "
+                         f"given together (as in DALI), got only {given[0]!r}")
 
 
 # -- decoders ---------------------------------------------------------------------
