@@ -382,6 +382,20 @@ def test_slice_fractional_windows_round_their_ends():
     np.testing.assert_array_equal(got, x[3:11, 3:8])
 
 
+def test_slice_dtype_truncates_and_saturates_as_dali():
+    """slice with a dtype converts as DALI's: floats truncated, then saturated (DALI 2.4:
+    2.7 -> 2, -7.5 -> 0, 300 -> 255; int16 -300 -> 0, 1000 -> 255)."""
+    f = np.array([-300.0, -7.5, -0.5, 0.5, 1.5, 2.7, 254.5, 255.5, 300.0], np.float32)
+    got = A(ndd.slice(ndd.tensor(f), start=[0], end=[9], axes=[0], dtype=ndd.uint8))
+    assert got.tolist() == [0, 0, 0, 0, 1, 2, 254, 255, 255]
+    i = np.array([-300, -1, 0, 255, 256, 1000], np.int16)
+    got = A(ndd.slice(ndd.tensor(i), start=[0], end=[6], axes=[0], dtype=ndd.uint8))
+    assert got.tolist() == [0, 0, 0, 255, 255, 255]
+    padded = A(ndd.slice(ndd.tensor(i), start=[-1], end=[6], axes=[0], dtype=ndd.uint8,
+                         out_of_bounds_policy="pad", fill_values=[7]))
+    assert padded.tolist() == [7, 0, 0, 0, 255, 255, 255]
+
+
 def test_slice_anchor_shape_inputs():
     t = ndd.tensor(IMG, layout="HWC")
     out = ndd.slice(t, ndd.tensor([0.5, 0.25]), ndd.tensor([0.5, 0.5]))

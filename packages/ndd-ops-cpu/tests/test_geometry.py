@@ -398,6 +398,16 @@ def test_crop_fractional_window_drops_the_fraction(rng):
         assert ndd.crop_mirror_normalize(img, crop=crop).shape == (3, 10, 12)
 
 
+def test_crop_dtype_truncates_and_saturates_as_dali():
+    """crop with a dtype converts as DALI's: floats truncated, then saturated."""
+    f = np.array([[-7.5, 0.5, 1.5, 2.7, 300.0]], np.float32)[..., None].repeat(3, axis=2)
+    got = as_np(ndd.crop(ndd.tensor(f, layout="HWC"), crop=(1, 5), dtype=ndd.uint8))
+    assert got[..., 0].tolist() == [[0, 0, 1, 2, 255]]
+    i = np.array([[-300, 128, 1000]], np.int16)[..., None].repeat(3, axis=2)
+    got = as_np(ndd.crop(ndd.tensor(i, layout="HWC"), crop=(1, 3), dtype=ndd.uint8))
+    assert got[..., 0].tolist() == [[0, 128, 255]]
+
+
 def test_crop_out_of_bounds_policies(rng):
     img = rand_image(rng, 10, 12)
     with raises(ValueError, r"crop.*outside.*out_of_bounds_policy"):

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _convert, _dtype
 from ._dispatch import KernelArgs, KernelContext
+from ._saturate import saturate_cast
 from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta
 from ._storage import BatchData
 
@@ -840,14 +841,22 @@ def _slice_one(x: np.ndarray, box: list, lead: int, policy: str, fill: Any, layo
     inner = tuple(slice(min(max(st, 0), d), min(max(en, 0), d)) for (st, en), d in zip(box, shape))
     if not pad:
         out = x[(slice(None),) * lead + inner]
-        return out if out.dtype == npd else out.astype(npd)
+        return _window_cast(out, npd)
     out_shape = x.shape[:lead] + tuple(en - st for st, en in box)
     out = np.empty(out_shape, npd)
     out[...] = _fill_array(fill, out_shape[lead:], layout, npd)
     dst = tuple(slice(s.start - st, s.stop - st) if s.stop > s.start else slice(0, 0)
                 for s, (st, _) in zip(inner, box))
-    out[(slice(None),) * lead + dst] = x[(slice(None),) * lead + inner]
+    src = x[(slice(None),) * lead + inner]
+    out[(slice(None),) * lead + dst] = _window_cast(src, npd)
     return out
+
+
+def _window_cast(x: np.ndarray, npd: np.dtype) -> np.ndarray:
+    """As DALI's slice converts: floats going to integers truncated, then saturated."""
+    if x.dtype == npd:
+        return x
+    return saturate_cast(np.trunc(x) if x.dtype.kind == "f" and npd.kind in "iu" else x, npd)
 
 
 def _fill_array(fill: tuple, shape: tuple, layout: str | None, npd: np.dtype) -> np.ndarray:

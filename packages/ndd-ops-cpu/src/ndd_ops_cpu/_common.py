@@ -45,6 +45,15 @@ def cast_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return saturate_cast(x, dtype)
 
 
+def window_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``crop``'s (and core ``slice``'s) conversion, as DALI's: floats going to integers
+    truncated (2.7 gives 2), then saturated like every integer target."""
+    dtype = np.dtype(dtype)
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        x = np.trunc(x)
+    return cast_to(x, dtype)
+
+
 CV_INTERP = {
     DALIInterpType.INTERP_NN: cv2.INTER_NEAREST,
     DALIInterpType.INTERP_LINEAR: cv2.INTER_LINEAR,

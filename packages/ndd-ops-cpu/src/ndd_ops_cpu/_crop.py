@@ -20,7 +20,7 @@ from ndd.plugins import (  # noqa: F401 - crop_window, random_windows: used by _
     spatial_axes,
 )
 
-from ._common import cast_to
+from ._common import window_cast
 
 
 def extract(img: np.ndarray, layout: str, win: Window, fill: np.ndarray | None) -> np.ndarray:
@@ -68,14 +68,14 @@ def crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
         if y0 >= 0 and x0 >= 0 and y0 + h <= bd.dense.shape[ha + 1] and x0 + w <= bd.dense.shape[wa + 1]:
             idx = [slice(None)] * bd.dense.ndim
             idx[ha + 1], idx[wa + 1] = slice(y0, y0 + h), slice(x0, x0 + w)
-            return cast_to(bd.dense[tuple(idx)], dt)
+            return window_cast(bd.dense[tuple(idx)], dt)
     fills: dict[int, np.ndarray] = {}
     out = []
     for s, win in zip(samples, wins):
         c = _channels(layout, s.shape)
         if c not in fills:
             fills[c] = fill_vector(ctx.op, args["fill_values"], c)
-        out.append(cast_to(extract(s, layout, win, fills[c]), dt))
+        out.append(window_cast(extract(s, layout, win, fills[c]), dt))
     return out
 
 

@@ -156,6 +156,16 @@ def cast_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return _saturate_cast(x, numpy_dtype(dtype), dtype).contiguous()
 
 
+def window_cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``crop``/``slice``'s conversion, as DALI's (and the CPU kernels'): floats going to
+    integers truncated, then saturated like every integer target."""
+    if x.dtype == dtype:
+        return x
+    if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
+        x = torch.trunc(x)
+    return cast_to(x, dtype)
+
+
 def as_float(x: torch.Tensor) -> torch.Tensor:
     """``x`` as float32 (no copy when it already is)."""
     return x if x.dtype == torch.float32 else x.to(torch.float32)

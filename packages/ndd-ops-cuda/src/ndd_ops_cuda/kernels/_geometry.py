@@ -60,6 +60,7 @@ from ._common import (
     out_dtype,
     stacked,
     upload,
+    window_cast,
     window_indices,
 )
 
@@ -97,14 +98,14 @@ def _crop_uniform(op: str, x: torch.Tensor, wins: list, layout: str, fill: Any, 
     if all(win == wins[0] for win in wins) and y0 >= 0 and x0 >= 0 and y0 + h <= H and x0 + w <= W:
         idx = [slice(None)] * x.ndim
         idx[1 + ha], idx[1 + wa] = slice(y0, y0 + h), slice(x0, x0 + w)
-        return cast_to(x[tuple(idx)], dt)
+        return window_cast(x[tuple(idx)], dt)
     ys, xs, valid = window_indices(wins, [(H, W)] * len(wins), None)
     out = gather_windows(_hw_first(x, ha, wa), ys, xs)
     if valid is not None:
         mask = upload(valid, x.device)
         mask = mask.reshape(mask.shape + (1,) * (out.ndim - 3))
         out = torch.where(mask, out, _channel_fill(op, fill, x, layout))
-    return cast_to(_hw_back(out, ha, wa), dt)
+    return window_cast(_hw_back(out, ha, wa), dt)
 
 
 def crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:

@@ -37,7 +37,7 @@ from ndd._shape_ops import (  # core's argument helpers (the CPU kernels' own)
 )
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
-from ._common import device_of, host_batch, stacked, torch_dtype, upload
+from ._common import device_of, host_batch, stacked, torch_dtype, upload, window_cast
 
 _SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 _SIGNED_NP = {np.dtype(np.uint16): np.int16, np.dtype(np.uint32): np.int32, np.dtype(np.uint64): np.int64}
@@ -166,13 +166,13 @@ def _cut(x: torch.Tensor, box: list, lead: int, fill: torch.Tensor | None, dt: t
     shape = x.shape[lead:]
     inner = tuple(slice(min(max(st, 0), d), min(max(en, 0), d)) for (st, en), d in zip(box, shape))
     src = x[(slice(None),) * lead + inner]
-    if fill is None:  # a view, converted like NumPy's astype (floats to integers truncate)
-        return src if src.dtype == dt else src.to(dt)
+    if fill is None:  # a view (converted as window_cast says)
+        return window_cast(src, dt)
     out = torch.empty(x.shape[:lead] + tuple(en - st for st, en in box), dtype=fill.dtype, device=x.device)
     out[...] = fill
     if src.numel():
         dst = tuple(slice(s.start - st, s.stop - st) for s, (st, _) in zip(inner, box))
-        out[(slice(None),) * lead + dst] = _bits(src.to(dt) if src.dtype != dt else src)
+        out[(slice(None),) * lead + dst] = _bits(window_cast(src, dt))
     return out.view(dt)
 
 
@@ -192,9 +192,7 @@ def _gather(x: torch.Tensor, boxes: list, fill: torch.Tensor | None, dt: torch.d
         ok = (pos >= 0) & (pos < d)
         if fill is not None and not ok.all():
             valid.append(upload(ok, dev).reshape(view))
-    out = _bits(x)[tuple(index)].view(x.dtype)
-    if out.dtype != dt:
-        out = out.to(dt)
+    out = window_cast(_bits(x)[tuple(index)].view(x.dtype), dt)
     if valid:
         mask = valid[0]
         for v in valid[1:]:
