@@ -482,3 +482,29 @@ def test_resize_four_channels_keeps_colour_under_alpha(rng):
         rgb = as_np(ndd.resize(np.ascontiguousarray(x[..., :3]), size=(10, 15), interp_type=interp))
         np.testing.assert_array_equal(four[..., :3], rgb)
         assert (four[..., 3] == 10).all()
+
+
+def test_rotate_and_warp_to_float_are_not_rounded(rng):
+    """uint8 in, a float dtype out: computed from float input (as DALI), so the result is the
+    float warp of the image, not a rounded uint8 one (sample and mosaic paths)."""
+    img = rand_image(rng, 17, 23, 3)
+    for imgs in ([img], [img, img]):
+        got = as_np(ndd.rotate(ndd.batch(imgs), angle=30.0, dtype=ndd.float32))
+        ref = as_np(ndd.rotate(ndd.batch([i.astype(np.float32) for i in imgs]), angle=30.0))
+        np.testing.assert_allclose(got[0], ref[0], atol=1e-4)
+        got = as_np(ndd.warp_affine(ndd.batch(imgs), matrix=[0.9, 0.1, 1.3, -0.2, 1.1, 0.7], dtype=ndd.float32))
+        ref = as_np(ndd.warp_affine(ndd.batch([i.astype(np.float32) for i in imgs]),
+                                    matrix=[0.9, 0.1, 1.3, -0.2, 1.1, 0.7]))
+        np.testing.assert_allclose(got[0], ref[0], atol=1e-4)
+        assert (np.abs(got[0] - np.round(got[0])) > 0.05).mean() > 0.3
+
+
+def test_warp_affine_nearest_ties_go_to_the_pixel_holding_the_point(rng):
+    """A source point exactly on a pixel edge reads the pixel it starts (DALI: floor), for
+    the common exact matrices: halving maps output centre x + 0.5 to source 2x + 1 exactly,
+    which DALI reads as pixel 2x + 1 (OpenCV's rounding alone gave 2x)."""
+    img = rand_image(rng, 9, 11, 3)
+    for imgs in ([img], [img, img]):  # per-sample warpAffine and the mosaic remap
+        out = as_np(ndd.warp_affine(ndd.batch(imgs), matrix=[2, 0, 0, 0, 2, 0], size=(4, 5),
+                                    interp_type=types.INTERP_NN))
+        np.testing.assert_array_equal(out[0], img[1::2, 1::2][:4, :5])

@@ -186,8 +186,8 @@ def _batch_warp(bd: BatchData, mats: np.ndarray, out_hw: np.ndarray, interp: Any
     if oh * ow * n > 2 * int(areas.sum()) or oh * ow == 0 or ow >= _CV_MAX or oh >= _CV_MAX:
         return None  # very different output sizes: the shared grid would waste the work
     imgs = bd.dense if bd.dense is not None else np.stack(bd.samples)
-    if imgs.dtype not in (np.uint8, np.float32):
-        imgs = imgs.astype(np.float32)
+    if imgs.dtype not in (np.uint8, np.float32) or np.dtype(dtype).kind == "f":
+        imgs = imgs.astype(np.float32, copy=False)  # (a float output is not rounded on the way)
     mc = _cv_mats(mats)
     # remap extents stay below SHRT_MAX: one call per chunk of samples (one for any
     # realistic batch of small images).
@@ -203,7 +203,7 @@ def _batch_warp(bd: BatchData, mats: np.ndarray, out_hw: np.ndarray, interp: Any
 
 def _warp(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], interp: Any, fill: float | None,
           dtype: np.dtype) -> np.ndarray:
-    src = img if img.dtype in (np.uint8, np.float32) else img.astype(np.float32)
+    src = img if img.dtype in (np.uint8, np.float32) and np.dtype(dtype).kind != "f" else img.astype(np.float32)
     flags = CV_INTERP[interp] | cv2.WARP_INVERSE_MAP
     if fill is None:
         border, value = cv2.BORDER_REPLICATE, 0

@@ -259,17 +259,16 @@ def _warp_theta(x: torch.Tensor, theta: torch.Tensor, out_hw: tuple[int, int], i
     grid = _affine_grid(theta, n, oh, ow, stream)
     pad = "border" if fill is None else "zeros"
     out = F.grid_sample(src, grid, mode=mode, padding_mode=pad, align_corners=False)
-    u8 = x.dtype == torch.uint8
+    u8 = x.dtype == torch.uint8 and dt == torch.uint8  # (a float output is computed from float input)
     if src.shape[1] > c:
         # OpenCV stores the fill value in the image type first (uint8: rounded half to even, saturated).
         f = min(max(round(float(fill)), 0), 255) if u8 else float(fill)
         out = out[:, :c] + f * (1 - out[:, c:])
     out = out.permute(0, 2, 3, 1)
     out = out[..., 0] if gray else out
-    if u8:  # OpenCV warps uint8 to uint8, whatever the output type
+    if u8:  # OpenCV warps uint8 to uint8 (rounded half to even)
         out = torch.round(out).clamp_(0, 255)
-        if dt == torch.uint8:  # rounded and in range already: cast_to's round and clamp change nothing
-            return out.to(dt, memory_format=torch.contiguous_format)
+        return out.to(dt, memory_format=torch.contiguous_format)
     return cast_to(out, dt)
 
 
