@@ -260,9 +260,13 @@ def test_like_variants():
     np.testing.assert_array_equal(A(ol), np.ones(X.shape, np.uint8))
     rb = ndd.batch(RAGGED)
     assert ndd.zeros_like(rb).shape == [(2, 3, 1), (4, 3, 1)]
-    fl = ndd.full_like(t, ndd.tensor(np.float64(7)))
-    assert fl.dtype == ndd.float64
-    np.testing.assert_array_equal(A(fl), np.full(X.shape, 7.0))
+    fl = ndd.full_like(t, ndd.tensor(np.float64(7)))  # data_like's type, as DALI 2.4
+    assert fl.dtype == t.dtype
+    np.testing.assert_array_equal(A(fl), np.full(X.shape, 7, A(t).dtype))
+    u8 = ndd.tensor(np.zeros((2, 3), np.uint8))
+    assert A(ndd.full_like(u8, ndd.tensor(300))).tolist() == [[255] * 3] * 2  # saturated
+    assert A(ndd.full_like(ndd.tensor(np.zeros(2, np.int32)), ndd.tensor(2.5))).tolist() == [3, 3]
+    assert ndd.full_like(ndd.tensor(np.zeros(2, np.float32)), ndd.tensor(7)).dtype == ndd.float32
     np.testing.assert_array_equal(A(ndd.full_like(t, ndd.tensor(np.arange(4.0)))), np.broadcast_to(np.arange(4.0), X.shape))
     db = ndd.as_batch(np.stack([X, X]))
     fd = ndd.full_like(db, ndd.batch([np.float32(1), np.float32(2)]))

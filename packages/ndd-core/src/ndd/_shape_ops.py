@@ -497,7 +497,7 @@ def _full_like_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     m, f = inputs
     if f.ndim > m.ndim:
         raise ValueError(f"Operator `full_like`: fill_value has {f.ndim} dimension(s), more than data_like's {m.ndim}")
-    return [OutMeta(f.dtype, m.ndim, m.layout)]
+    return [OutMeta(m.dtype, m.ndim, m.layout)]  # data_like's type, as DALI 2.4
 
 
 def _shape_of(op: str, v: Any) -> tuple[int, ...]:
@@ -572,6 +572,11 @@ def _like_cpu(value: Any) -> Callable:
 
 def _full_like_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     like, fill = inputs
+    dt = ctx.output_meta[0].dtype
+    if fill.dense is not None:  # the fill converted to data_like's type (rounded, saturated)
+        fill = BatchData(dense=_convert.cast_array(fill.dense, dt, copy=False))
+    else:
+        fill = BatchData(samples=[_convert.cast_array(x, dt, copy=False) for x in fill.samples])
     try:
         if like.dense is not None and fill.dense is not None:
             f = fill.dense.reshape(fill.dense.shape[:1] + (1,) * (like.dense.ndim - fill.dense.ndim)
