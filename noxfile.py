@@ -84,7 +84,7 @@ _package_session("checkpoint", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"], 
 @nox.session(python=MAIN_PY)
 def test_cross(session: nox.Session) -> None:
     """Cross-package and end-to-end tests in tests/."""
-    session.install("pytest", TORCH, CORE, *PACKAGES.values())
+    session.install("pytest", TORCH, "torchdata==0.11.0", CORE, *PACKAGES.values())
     _pytest(session, "tests")
 
 

@@ -49,7 +49,7 @@ for _name in ("decoders", "noise", "transforms", "reductions", "segmentation", "
     globals()[_name] = _ops.get_module(_name)
 del _name
 
-from . import math, random, readers  # noqa: E402  (after the core names they use)
+from . import math, pytorch, random, readers  # noqa: E402  (after the core names they use)
 
 _sys.meta_path.append(_ops.ExtensionFinder())
 _sys.meta_path.insert(0, _ops.ExtensionSubmoduleFinder())
