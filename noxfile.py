@@ -58,7 +58,8 @@ _package_session("ops_cpu", extra=("scikit-image",))
 # The GPU tests run on the CPU emulation of the GPU backend here (their conftest sets
 # NDD_CUDA_EMULATE=cpu without CUDA) and compare with the CPU kernels of ndd-ops-cpu; the
 # capture-mode GPU loop needs the readers and capture packages.
-_package_session("ops_cuda", extra=(TORCH, PACKAGES["ops_cpu"], PACKAGES["readers"], PACKAGES["capture"]))
+_package_session("ops_cuda", extra=(TORCH, "torchdata==0.11.0", PACKAGES["ops_cpu"], PACKAGES["readers"],
+                                   PACKAGES["capture"]))
 _package_session("readers", extra=("protobuf", PACKAGES["ops_cpu"]))
 _package_session("capture", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"]))
 

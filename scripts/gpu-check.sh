@@ -15,6 +15,8 @@
 #            --implementation cp --platform manylinux2014_x86_64 -d .whl simplejpeg==1.9.0
 #        python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #            --implementation cp --platform manylinux2014_x86_64 -d .whl lmdb==3.0.0
+#      and, for the torchdata node tests (pure Python; skipped without it):
+#        python3 -m pip download --no-deps -d .whl torchdata==0.11.0
 #   2. the ndd packages run from packages/*/src (PYTHONPATH); their entry points, which need
 #      distribution metadata, come from a minimal .dist-info per package written into
 #      $NDD_SITE from its pyproject.toml (no build backend needed). Distributions that are
