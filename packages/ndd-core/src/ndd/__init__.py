@@ -39,6 +39,14 @@ from ._eval import EvalContext, EvalMode
 from ._external_source import ExternalSource
 from ._imread import imread
 from ._reader import Reader, ReaderState
+from ._stream import (
+    Stream,
+    get_current_stream,
+    get_default_stream,
+    set_current_stream,
+    set_default_stream,
+    stream,
+)
 from ._tensor import Tensor
 from ._threads import ThreadPool, get_num_threads, set_num_threads
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
+from . import _plugins, _stream
 from ._device import Device
 from ._threads import ThreadPool, default_thread_pool
 
@@ -239,7 +240,13 @@ class EvalContext:
             thread_pool = ThreadPool(num_threads)
         self._thread_pool = thread_pool
         self._device_id = device_id
-        self._cuda_stream = cuda_stream
+        if cuda_stream is not None:
+            cuda_stream = _stream.stream(stream=cuda_stream, device_id=device_id)
+        else:  # the stream this thread set with set_current_stream, on this device
+            mine = getattr(_tls, "default_contexts", {}).get(device_id)
+            cuda_stream = mine._cuda_stream if mine is not None else None
+        self._cuda_stream: _stream.Stream | None = cuda_stream
+        self._own_stream: _stream.Stream | None = None  # the GPU backend's stream, as a Stream
         self._executor = _Executor()
         self._owner: int | None = None
         self._depth = 0
@@ -303,7 +310,28 @@ class EvalContext:
 
     @property
     def cuda_stream(self) -> Any:
-        return self._cuda_stream
+        """The ``ndd.Stream`` GPU operators of this context run on: the one it was given,
+        else the default stream of its device, else one the GPU backend made for it; None
+        for a CPU context without one (and on the GPU emulation)."""
+        if self._device_id is None:
+            return self._cuda_stream
+        s = self._explicit_stream(self._device_id)
+        if s is not None:
+            return s
+        if self._own_stream is None:
+            raw = _plugins.device_backend("gpu").stream(self, self._device_id)
+            self._own_stream = None if raw is None else _stream.Stream(stream=raw)
+        return self._own_stream
+
+    def _explicit_stream(self, device_id: int) -> Any:
+        """The stream set for this context on ``device_id`` (its own, else the device's
+        default), or None when the GPU backend's own stream is to be used."""
+        s = self._cuda_stream
+        if s is None:
+            if not _stream._defaults:
+                return None
+            s = _stream._defaults.get(device_id)
+        return s if s is not None and s._device_id == device_id else None
 
     @property
     def checkpoint(self) -> Any:

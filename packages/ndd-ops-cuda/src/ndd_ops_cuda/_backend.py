@@ -5,8 +5,9 @@ Why torch tensors and not CuPy arrays: ``.torch()`` hands out the stored tensor 
 ``decode_jpeg(list, device="cuda")`` is nvJPEG's batched decoder, and the same kernel
 code runs on torch CPU tensors, so the emulation below tests it on machines without a GPU.
 
-Streams: every EvalContext gets its own CUDA stream per device (``stream_for``), or the
-one passed as ``EvalContext(cuda_stream=...)``. Kernels and copies run on it; whatever
+Streams: every EvalContext gets its own CUDA stream per device (``stream_for``), unless it
+has one set (``EvalContext(cuda_stream=...)``, ``ndd.set_current_stream`` or
+``ndd.set_default_stream``: an ``ndd.Stream``, run on as a torch stream made once). Kernels and copies run on it; whatever
 hands data out (``to_torch``, ``dlpack``, ``cuda_array_interface``, ``to_host``) makes
 the consumer wait for the stream of the *current* EvalContext first.
 
@@ -135,9 +136,9 @@ class CudaBackend:
 
         ctx = EvalContext.current() if ctx is None else ctx
         dev = device_id if device_id is not None else (ctx.device_id or 0)
-        user = ctx.cuda_stream
+        user = ctx._explicit_stream(dev)
         if user is not None:
-            return _as_torch_stream(user, dev)
+            return user._torch if user._torch is not None else self._torch_stream(user)
         # Fast path without the lock (a few times per operator call): entries are only ever
         # added, and a dict read racing with an insert is safe under the GIL.
         per_dev = self._streams.get(ctx)
@@ -154,6 +155,42 @@ class CudaBackend:
                 s = per_dev[dev] = torch.cuda.Stream(device=dev)
         return s
 
+    def _torch_stream(self, s: Any) -> Any:
+        """The torch stream for an ``ndd.Stream`` (kept on it: made once per stream)."""
+        import torch
+
+        obj = s._obj
+        s._torch = obj if isinstance(obj, torch.cuda.Stream) else torch.cuda.ExternalStream(
+            s.handle, device=s.device_id)
+        return s._torch
+
+    def new_stream(self, device_id: int | None) -> tuple[Any, int]:
+        """A new torch CUDA stream and its device (``ndd.stream()``; the current GPU by default)."""
+        if _emulated():
+            raise RuntimeError("ndd.stream() needs a real GPU: the GPU emulation (NDD_CUDA_EMULATE) "
+                               "has no CUDA streams")
+        import torch
+
+        dev = torch.cuda.current_device() if device_id is None else device_id
+        if not 0 <= dev < torch.cuda.device_count():
+            raise ValueError(f"Invalid GPU device id {dev}: this machine has "
+                             f"{torch.cuda.device_count()} GPU(s)")
+        return torch.cuda.Stream(device=dev), dev
+
+    def current_device(self) -> int:
+        """torch's current CUDA device (0 on the emulation)."""
+        if _emulated():
+            return 0
+        import torch
+
+        return torch.cuda.current_device()
+
+    def synchronize_stream(self, s: Any) -> None:
+        """Wait for an ``ndd.Stream`` (a no-op on the emulation)."""
+        if _emulated():
+            return
+        (s._torch if s._torch is not None else self._torch_stream(s)).synchronize()
+
     def stream_for(self, ctx: EvalContext | None = None, device_id: int | None = None) -> Any:
         """A context manager that makes the context's stream current (a no-op under emulation)."""
         s = self.stream(ctx, device_id)
@@ -166,7 +203,7 @@ class CudaBackend:
         if _emulated():
             return
         ctx = EvalContext.current() if ctx is None else ctx
-        if ctx.cuda_stream is not None:
+        if ctx._explicit_stream(ctx.device_id or 0) is not None:
             self.stream(ctx).synchronize()
             return
         with self._lock:
@@ -483,19 +520,6 @@ class OnStream:
 
         for sid, dev, kind in ((self._dst, self._src) if self._dst is not None else (self._src,)):
             torch._C._cuda_setStream(stream_id=sid, device_index=dev, device_type=kind)
-
-
-def _as_torch_stream(user: Any, device_id: int) -> Any:
-    """A ``torch.cuda.Stream`` for a user's stream (torch stream, CuPy stream or raw handle)."""
-    import torch
-
-    if isinstance(user, torch.cuda.Stream):
-        return user
-    handle = user if isinstance(user, int) else getattr(user, "cuda_stream", getattr(user, "ptr", None))
-    if handle is None:
-        raise TypeError(f"cuda_stream must be a torch/CuPy stream or a cudaStream_t handle, got "
-                        f"{type(user).__name__}")
-    return torch.cuda.ExternalStream(int(handle), device=device_id)
 
 
 BACKEND = CudaBackend()
