@@ -194,6 +194,27 @@ DECODE_RANDOM_CROP = OpSchema(
     doc="Decode images and crop a random window (area and aspect ratio as in `random_resized_crop`).",
 )
 
+_PEEK_DTYPES = (_dtype.int32, _dtype.uint32, _dtype.int64, _dtype.uint64, _dtype.float32, _dtype.float64)
+
+
+def _peek_validate(args: dict) -> None:
+    if args["dtype"] not in _PEEK_DTYPES:
+        raise _err("peek_image_shape", "dtype", f"must be int32, uint32, int64, uint64, float32 or "
+                                                f"float64, got {args['dtype']}")
+
+
+PEEK_IMAGE_SHAPE = OpSchema(
+    "peek_image_shape",
+    args={
+        "adjust_orientation": Arg(BOOL, True, doc="swap height and width for EXIF orientations 5-8"),
+        "dtype": Arg(DTYPE, _dtype.int64, doc="output type"),
+        "image_type": Arg(IMAGE_TYPE, DALIImageType.RGB,
+                          doc="the colour space the image would be decoded to (sets the channel count)"),
+    },
+    infer=lambda inputs, args: [OutMeta(args["dtype"], 1, None)], validate=_peek_validate, provided_by=_PKG,
+    doc="The (H, W, C) shape an encoded image would have once decoded, from its header only.",
+)
+
 # -- resize -----------------------------------------------------------------------
 
 _RESAMPLING_ARGS = {
@@ -549,6 +570,6 @@ HSV = OpSchema(
 )
 
 IMAGE_SCHEMAS = (
-    DECODE, DECODE_CROP, DECODE_RANDOM_CROP, RESIZE, RANDOM_RESIZED_CROP, ROTATE, WARP_AFFINE, FLIP,
+    DECODE, DECODE_CROP, DECODE_RANDOM_CROP, PEEK_IMAGE_SHAPE, RESIZE, RANDOM_RESIZED_CROP, ROTATE, WARP_AFFINE, FLIP,
     CROP, CROP_MIRROR_NORMALIZE, NORMALIZE, COLOR_TWIST, BRIGHTNESS_CONTRAST, HSV,
 )

@@ -1,4 +1,5 @@
-"""Image decoders: ``decoders.image``, ``decoders.image_crop``, ``decoders.image_random_crop``.
+"""Image decoders: ``decoders.image``, ``decoders.image_crop``, ``decoders.image_random_crop``;
+and ``peek_image_shape``.
 
 JPEG goes through libjpeg-turbo (simplejpeg): measured fastest here, see the
 README. PNG, BMP, TIFF and WebP go through OpenCV's ``imdecode``.
@@ -6,12 +7,14 @@ README. PNG, BMP, TIFF and WebP go through OpenCV's ``imdecode``.
 
 from __future__ import annotations
 
+import io
 import struct
 from typing import Any
 
 import cv2
 import numpy as np
 import simplejpeg
+from PIL import Image
 
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 from ndd.types import DALIImageType
@@ -341,3 +344,46 @@ def random_words(ctx: KernelContext, n: int, attempts: int) -> np.ndarray:
 
     sub = RNG.from_words(ctx.random_state)
     return sub.draw_words(n * attempts * 4).reshape(n, attempts, 4)
+
+
+# Channels of the decoded image per Pillow mode, for output_type=ANY_DATA (what
+# decode_one keeps: OpenCV's IMREAD_UNCHANGED, which expands a palette to RGB or RGBA).
+_MODE_CHANNELS = {"1": 1, "L": 1, "I": 1, "I;16": 1, "I;16B": 1, "I;16L": 1, "F": 1, "LA": 2, "La": 2,
+                  "RGB": 3, "YCbCr": 3, "LAB": 3, "HSV": 3, "RGBA": 4, "RGBa": 4, "RGBX": 4, "CMYK": 4}
+
+
+def _peek_one(data: np.ndarray, image_type: DALIImageType, orient: bool) -> tuple[int, int, int]:
+    """(H, W, C) of an encoded image from its header: JPEG through libjpeg-turbo's header
+    reader, other formats through Pillow's lazy open (no pixels are decoded)."""
+    if data.dtype != np.uint8 or data.ndim != 1:
+        raise DecodeError(f"expected a 1-D uint8 array of encoded bytes, got {data.dtype} of shape {data.shape}")
+    if data.size < 8:
+        raise DecodeError(f"only {data.size} bytes: not an image")
+    raw = data.tobytes()
+    try:
+        if raw[:2] == b"\xff\xd8":
+            h, w, space, _ = simplejpeg.decode_jpeg_header(raw)
+            stored = {"Gray": 1, "CMYK": 4}.get(space, 3)
+            o = exif_orientation(raw[:65536]) if orient else 1
+        else:
+            with Image.open(io.BytesIO(raw)) as im:
+                w, h = im.size
+                stored = 4 if im.mode == "P" and "transparency" in im.info else _MODE_CHANNELS.get(im.mode, 3)
+                o = im.getexif().get(0x0112, 1) if orient else 1
+    except Image.UnidentifiedImageError:
+        raise DecodeError("not an image in a supported format") from None
+    except (ValueError, OSError, SyntaxError) as e:  # what the two parsers raise on bad data
+        raise DecodeError(f"corrupt header ({e})") from None
+    c = 1 if image_type == _GRAY else stored if image_type == _ANY else 3
+    return (w, h, c) if o in (5, 6, 7, 8) else (h, w, c)
+
+
+def peek_image_shape_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    out = np.empty((len(bd.samples), 3), args["dtype"].numpy_dtype)
+    for i, data in enumerate(bd.samples):
+        try:
+            out[i] = _peek_one(np.asarray(data), args["image_type"], args["adjust_orientation"])
+        except DecodeError as e:
+            raise ValueError(f"Operator `{ctx.op}`: cannot read the header of {bd.describe(i)}: {e}") from None
+    return out
