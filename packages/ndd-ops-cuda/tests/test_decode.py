@@ -112,6 +112,16 @@ def test_crop_decoders_on_the_gpu_match_the_cpu():
     rb = ndd.decoders.image_random_crop(jpegs, rng=ndd.random.RNG(3))
     for g, c in zip(host(ra), host(rb)):
         np.testing.assert_array_equal(g, c)
+    anchors = ndd.as_batch([np.array([0.1 * s, 0.2], np.float32) for s in range(3)])
+    shapes = ndd.as_batch([np.array([0.5, 0.5 + 0.1 * s], np.float32) for s in range(3)])
+    sa = ndd.decoders.image_slice(jpegs, anchors, shapes, device="gpu")
+    sb = ndd.decoders.image_slice(jpegs, anchors, shapes)
+    assert sa.device.device_type == "gpu" and [g.shape for g in host(sa)] == [(20, 25, 3), (24, 25, 3), (28, 25, 3)]
+    for g, c in zip(host(sa), host(sb)):
+        np.testing.assert_array_equal(g, c)
+    gpu_anchors = ndd.decoders.image_slice(jpegs, anchors.gpu(), shapes.gpu(), device="gpu")  # read back
+    for g, c in zip(host(gpu_anchors), host(sb)):
+        np.testing.assert_array_equal(g, c)
 
 
 def test_a_corrupt_sample_is_named():

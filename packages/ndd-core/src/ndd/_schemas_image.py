@@ -194,6 +194,40 @@ DECODE_RANDOM_CROP = OpSchema(
     doc="Decode images and crop a random window (area and aspect ratio as in `random_resized_crop`).",
 )
 
+_SLICE_WINDOW_ARGS = ("start", "end", "shape", "rel_start", "rel_end", "rel_shape", "axes", "axis_names",
+                      "normalized_anchor", "normalized_shape")
+
+
+def _image_slice_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    given = [n for n in _SLICE_WINDOW_ARGS[:6] if args[n] is not None]
+    n_in = sum(x is not None for x in inputs)
+    if n_in == 3 and given:
+        raise _err("decoders.image_slice", given[0], "cannot be combined with the anchor and shape inputs")
+    if n_in == 2 or (n_in == 1 and not given):
+        raise ValueError("Operator `decoders.image_slice`: give the window as arguments (start/end, "
+                         "start/shape, rel_start/rel_shape, ...) or as both the anchor and the shape "
+                         f"inputs; got {n_in} input(s) and {len(given)} window argument(s)")
+    if args["start"] is not None and args["rel_start"] is not None:
+        raise ValueError("Operator `decoders.image_slice`: arguments 'start' and 'rel_start' are mutually exclusive")
+    if sum(args[n] is not None for n in ("end", "rel_end", "shape", "rel_shape")) > 1:
+        raise ValueError("Operator `decoders.image_slice`: only one of 'end', 'rel_end', 'shape' and "
+                         "'rel_shape' can be given")
+    return _decoder_infer(inputs, args)
+
+
+def _image_slice_schema() -> OpSchema:
+    from ._shape_ops import SLICE  # the window arguments are slice's (defaults and docs)
+
+    return OpSchema(
+        "decoders.image_slice", inputs=("data", "anchor", "shape_input"), min_inputs=1, device_inputs=1,
+        args={**_DECODER_ARGS, **{n: SLICE.args[n] for n in _SLICE_WINDOW_ARGS}},
+        infer=_image_slice_infer, validate=_decoder_validate("decoders.image_slice"), provided_by=_PKG,
+        doc="Decode images and cut a window, given as in `slice` (it must lie inside the image).",
+    )
+
+
+DECODE_SLICE = _image_slice_schema()
+
 _PEEK_DTYPES = (_dtype.int32, _dtype.uint32, _dtype.int64, _dtype.uint64, _dtype.float32, _dtype.float64)
 
 
@@ -570,6 +604,6 @@ HSV = OpSchema(
 )
 
 IMAGE_SCHEMAS = (
-    DECODE, DECODE_CROP, DECODE_RANDOM_CROP, PEEK_IMAGE_SHAPE, RESIZE, RANDOM_RESIZED_CROP, ROTATE, WARP_AFFINE, FLIP,
+    DECODE, DECODE_CROP, DECODE_RANDOM_CROP, DECODE_SLICE, PEEK_IMAGE_SHAPE, RESIZE, RANDOM_RESIZED_CROP, ROTATE, WARP_AFFINE, FLIP,
     CROP, CROP_MIRROR_NORMALIZE, NORMALIZE, COLOR_TWIST, BRIGHTNESS_CONTRAST, HSV,
 )

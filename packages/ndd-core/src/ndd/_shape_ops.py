@@ -819,6 +819,15 @@ def _slice_box(args: KernelArgs, i: int, shape: tuple, axes: tuple, anchor: Any,
     return box
 
 
+def slice_box(args: KernelArgs, i: int, shape: tuple, layout: str | None, anchor: Any = None,
+              shape_input: Any = None) -> list[tuple[int, int]]:
+    """The (start, end) of every dimension of sample ``i`` that ``slice``'s window arguments or
+    anchor/shape inputs select (not yet checked against the sample; shared with
+    ``decoders.image_slice``)."""
+    axes = _slice_axes(args["axis_names"], args.sample("axes", i), len(shape), layout)
+    return _slice_box(args, i, shape, axes, anchor, shape_input)
+
+
 def _slice_window(box: list, shape: tuple, policy: str) -> tuple[list, bool]:
     """A sample's window checked and adjusted for ``policy`` (shared with the GPU kernel):
     the window, and whether it needs padding."""

@@ -60,6 +60,7 @@ from ._image_args import (
 from ._plugins import PluginRecord, Registry
 from ._saturate import cast_plan, saturate_cast
 from ._schema import Arg, OpSchema, OutMeta
+from ._shape_ops import slice_box
 from ._storage import BatchData, LazyBatchData
 
 __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
@@ -70,7 +71,8 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "cmn_coefficients", "color_twist_params", "crop_window", "fill_vector", "half_range", "hsv_matrix",
            "hsv_params", "image_layout", "interp_of", "random_windows", "random_words", "reduced_axes",
            "resize_filters", "resize_plan", "resize_plans", "ResizePlan", "RESIZE_FILTER_ARGS", "RESIZE_SIZE_ARGS", "rotate_params",
-           "rotated_size", "rotation_matrices", "sample_floats", "shaped_param", "shared_args", "spatial_axes",
+           "rotated_size", "rotation_matrices", "sample_floats", "shaped_param", "shared_args", "slice_box",
+           "spatial_axes",
            "type_range", "warp_affine_params", "warp_size", "windows_per_sample"]
 
 

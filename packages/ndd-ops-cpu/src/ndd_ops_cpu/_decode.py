@@ -16,7 +16,7 @@ import numpy as np
 import simplejpeg
 from PIL import Image
 
-from ndd.plugins import BatchData, KernelArgs, KernelContext
+from ndd.plugins import BatchData, KernelArgs, KernelContext, slice_box
 from ndd.types import DALIImageType
 
 from ._common import _PARALLEL_MIN_BYTES, cast_to, map_samples
@@ -318,6 +318,24 @@ def image_crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs
     def post(i: int, img: np.ndarray) -> np.ndarray:
         (y0, x0), (h, w) = crop_window(ctx.op, args, i, img.shape[:2], policy="error")
         return np.ascontiguousarray(img[y0:y0 + h, x0:x0 + w])
+
+    return _decode_batch(ctx, inputs, args, post)
+
+
+def image_slice_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """Decode, then cut the window ``slice`` would (it must lie inside the image, as in DALI)."""
+    anchor = inputs[1] if len(inputs) > 1 else None
+    shape_in = inputs[2] if len(inputs) > 2 else None
+
+    def post(i: int, img: np.ndarray) -> np.ndarray:
+        box = slice_box(args, i, img.shape, "HWC", None if anchor is None else anchor.sample(i),
+                        None if shape_in is None else shape_in.sample(i))
+        (y0, y1), (x0, x1) = box[0], box[1]
+        if not (0 <= y0 < y1 <= img.shape[0] and 0 <= x0 < x1 <= img.shape[1]) or box[2] != (0, img.shape[2]):
+            raise ValueError(f"Operator `{ctx.op}`: {inputs[0].describe(i)}: the window (rows {y0}..{y1}, "
+                             f"columns {x0}..{x1}, channels {box[2][0]}..{box[2][1]}) is empty or not inside "
+                             f"the {img.shape[0]}x{img.shape[1]}x{img.shape[2]} image")
+        return np.ascontiguousarray(img[y0:y1, x0:x1])
 
     return _decode_batch(ctx, inputs, args, post)
 

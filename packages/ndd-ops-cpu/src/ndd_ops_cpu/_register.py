@@ -6,7 +6,7 @@ from ndd.plugins import Registry
 
 from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
-from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, peek_image_shape_cpu
+from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
 from ._normalize import cmn_cpu, normalize_cpu
 from ._resize import random_resized_crop_cpu, resize_cpu
 from ._warp import rotate_cpu, warp_affine_cpu
@@ -15,6 +15,7 @@ KERNELS = {
     "decoders.image": image_cpu,
     "decoders.image_crop": image_crop_cpu,
     "decoders.image_random_crop": image_random_crop_cpu,
+    "decoders.image_slice": image_slice_cpu,
     "peek_image_shape": peek_image_shape_cpu,
     "resize": resize_cpu,
     "random_resized_crop": random_resized_crop_cpu,

@@ -14,8 +14,9 @@
 The CPU path gives exactly the CPU decoder's pixels. nvJPEG's IDCT and chroma
 upsampling differ from libjpeg-turbo's by a few levels (see the README for the measured
 difference). Under the test emulation (``NDD_CUDA_EMULATE=cpu``), or without
-torchvision, every sample takes the CPU path. ``decoders.image_crop`` and
-``decoders.image_random_crop`` on the GPU decode and crop on the CPU, then upload.
+torchvision, every sample takes the CPU path. ``decoders.image_crop``,
+``decoders.image_slice`` and ``decoders.image_random_crop`` on the GPU decode and crop on the
+CPU, then upload.
 """
 
 from __future__ import annotations
@@ -230,9 +231,11 @@ def image_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
 
 
 def _host_then_upload(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> list[BatchData]:
-    """Host stage of the cropping decoders on the GPU: the CPU kernel's result."""
-    samples = _host_samples(inputs[0])
-    return [BatchData.of(_cpu_kernel(ctx.op)(_cpu_context(ctx, len(samples)), [BatchData(samples=samples)], args))]
+    """Host stage of the cropping decoders on the GPU: the CPU kernel's result (the window
+    inputs of ``image_slice``, a few numbers per sample, are read back if on the GPU)."""
+    host = [BatchData(samples=_host_samples(bd)) for bd in inputs]
+    n = len(host[0].samples)
+    return [BatchData.of(_cpu_kernel(ctx.op)(_cpu_context(ctx, n), host, args))]
 
 
 def _upload_stage(ctx: KernelContext, staged: list[BatchData], args: KernelArgs) -> Any:
@@ -248,6 +251,12 @@ def image_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs
     return _upload_stage(ctx, _host_then_upload(ctx, inputs, args), args)
 
 
+def image_slice_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``decoders.image_slice`` on the GPU: decoded and sliced on the CPU, then uploaded."""
+    BACKEND.require()
+    return _upload_stage(ctx, _host_then_upload(ctx, inputs, args), args)
+
+
 def image_random_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """``decoders.image_random_crop`` on the GPU: the CPU kernel's windows and pixels, uploaded."""
     BACKEND.require()
@@ -256,7 +265,7 @@ def image_random_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: Ker
 
 # Staged kernels (core's Plan.run): capture worker processes run the host stage.
 image_gpu.host_stage, image_gpu.device_stage = _image_host_stage, _image_device_stage
-for _k in (image_crop_gpu, image_random_crop_gpu):
+for _k in (image_crop_gpu, image_slice_gpu, image_random_crop_gpu):
     _k.host_stage, _k.device_stage = _host_then_upload, _upload_stage
 
 
@@ -272,12 +281,13 @@ def _upload_graph_device(ctx: KernelContext, staged: list[BatchData], uploaded: 
     return upload_device(ctx, staged[:1], uploaded, args)
 
 
-for _k in (image_gpu, image_crop_gpu, image_random_crop_gpu):
+for _k in (image_gpu, image_crop_gpu, image_slice_gpu, image_random_crop_gpu):
     _k.graph_stages = (_upload_graph_host, _upload_graph_device)
 
 
 KERNELS = {
     "decoders.image": image_gpu,
     "decoders.image_crop": image_crop_gpu,
+    "decoders.image_slice": image_slice_gpu,
     "decoders.image_random_crop": image_random_crop_gpu,
 }
