@@ -337,6 +337,21 @@ def test_warp_affine_translate_nn_per_sample(rng):
     assert (out[1][9:] == 0).all()
 
 
+def test_warp_affine_takes_transforms_matrices(rng):
+    # transforms.* give (2, 3) float32 matrices, as a tensor argument or an input, per sample too
+    imgs = ndd.batch([smooth_image(rng, 30, 40, 3, np.float32) for _ in range(2)])
+    mats = ndd.transforms.rotation(angle=ndd.batch([np.float32(15), np.float32(-40)]), center=[20, 15])
+    shifted = ndd.transforms.translation(mats, offset=[2, -1])
+    got = as_np(ndd.warp_affine(imgs, matrix=shifted, fill_value=0.0))
+    for k, a in enumerate((15, -40)):
+        c, s = math.cos(math.radians(a)), math.sin(math.radians(a))
+        m = np.array([[c, -s, 20 - 20 * c + 15 * s + 2], [s, c, 15 - 20 * s - 15 * c - 1]], np.float32)
+        ref = as_np(ndd.warp_affine(imgs.tensors[k], matrix=m.ravel().tolist(), fill_value=0.0))
+        assert _maxdiff(got[k], ref) <= 1e-3
+        via_input = as_np(ndd.warp_affine(imgs.tensors[k], shifted.tensors[k], fill_value=0.0))
+        assert _maxdiff(via_input, ref) <= 1e-3
+
+
 def test_warp_affine_bad_matrix():
     with raises(ValueError, r"warp_affine.*'matrix'"):
         ndd.warp_affine(np.zeros((4, 4, 1), np.uint8), matrix=[1, 0, 0])

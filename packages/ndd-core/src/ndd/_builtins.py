@@ -210,8 +210,9 @@ def register(reg: Registry) -> None:
     """Entry point of core's own operators (group ``ndd.ops``)."""
     from ._arith import ARITH_OPS
     from ._shape_ops import SHAPE_OPS
+    from ._transforms import TRANSFORM_OPS
 
-    for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS:
+    for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS + TRANSFORM_OPS:
         reg.add_schema(schema)
         reg.add_kernel(schema.name, "cpu", kernel)
     reg.add_schema(TO_DEVICE)
@@ -219,4 +220,7 @@ def register(reg: Registry) -> None:
     from ._schemas_image import IMAGE_SCHEMAS
 
     for s in IMAGE_SCHEMAS:
+        reg.add_schema(s)
+    from ._schemas_bbox import BBOX_SCHEMAS
+    for s in BBOX_SCHEMAS:
         reg.add_schema(s)
