@@ -36,6 +36,8 @@ _WHERE = {
     "pad": ("_shape", "pad_gpu"),
     "one_hot": ("_shape", "one_hot_gpu"),
     "slice": ("_shape", "slice_gpu"),
+    **{f"reductions.{op}": ("_reductions", "REDUCTIONS") for op in (
+        "sum", "mean", "mean_square", "rms", "min", "max", "std_dev", "variance")},
     **{op: ("_core", "HOST_KERNELS") for op in (
         "reshape", "squeeze", "expand_dims", "cat", "stack", "full", "full_like", "ones", "ones_like",
         "zeros", "zeros_like", "random.uniform", "random.normal",
