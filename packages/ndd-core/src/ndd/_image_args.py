@@ -645,3 +645,61 @@ def resize_plans(op: str, args: KernelArgs, shapes: list[tuple[int, int]]) -> tu
     else:
         filters = [resize_filters(op, args, i) for i in range(n)]
     return plans, filters
+
+
+# -- gaussian_blur ----------------------------------------------------------------------
+
+
+def reflect101(n_in: int, radius: int) -> np.ndarray:
+    """Source indices of the positions -radius .. n_in + radius - 1 with the border mirrored
+    without repeating the edge (``dcb|abcd|cba``), as far as it reaches (a short axis
+    mirrors again)."""
+    pos = np.arange(-radius, n_in + radius)
+    if n_in == 1:
+        return np.zeros_like(pos)
+    period = 2 * (n_in - 1)
+    m = np.mod(pos, period)
+    return np.where(m < n_in, m, period - m)
+
+
+def blur_axes(op: str, layout: str | None, ndim: int) -> tuple[int, ...]:
+    """The axes a blur runs along: every axis but channels (C) and frames (F); all of them
+    when there is no layout."""
+    if not layout:
+        return tuple(range(ndim))
+    return tuple(k for k, c in enumerate(layout) if c not in "CF")
+
+
+def gaussian_taps(op: str, args: KernelArgs, i: int, n_axes: int) -> list[np.ndarray]:
+    """Per blurred axis (in layout order), the float32 weights of sample ``i``'s kernel.
+
+    ``window_size`` 0 means 2 * ceil(3 * sigma) + 1; ``sigma`` 0 means OpenCV's default for
+    the window, 0.3 * ((window - 1) / 2 - 1) + 0.8. One value serves every axis.
+    """
+    def per_axis(name: str) -> list[float]:
+        v = args.sample(name, i)
+        vals = [0.0] if v is None else [float(x) for x in np.asarray(v, np.float64).reshape(-1)]
+        if len(vals) == 1:
+            return vals * n_axes
+        if len(vals) != n_axes:
+            raise ValueError(f"Operator `{op}`: argument '{name}' has {len(vals)} values for "
+                             f"{n_axes} blurred axes (sample {i})")
+        return vals
+
+    taps = []
+    for ax, (sigma, win) in enumerate(zip(per_axis("sigma"), per_axis("window_size"))):
+        if sigma < 0:
+            raise ValueError(f"Operator `{op}`: argument 'sigma' must be non-negative, got {sigma} "
+                             f"(sample {i}, axis {ax})")
+        if win != int(win) or win < 0 or (win and int(win) % 2 == 0):
+            raise ValueError(f"Operator `{op}`: argument 'window_size' must be odd, got {win:g} "
+                             f"(sample {i}, axis {ax})")
+        if sigma == 0 and win == 0:
+            raise ValueError(f"Operator `{op}`: 'sigma' and 'window_size' cannot both be 0 "
+                             f"(sample {i}, axis {ax})")
+        win = int(win) if win else 2 * math.ceil(3 * sigma) + 1
+        sigma = sigma if sigma else 0.3 * ((win - 1) * 0.5 - 1) + 0.8
+        x = np.arange(win, dtype=np.float64) - win // 2
+        w = np.exp(-x * x / (2 * sigma * sigma))
+        taps.append((w / w.sum()).astype(np.float32))
+    return taps

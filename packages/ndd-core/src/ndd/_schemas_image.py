@@ -603,7 +603,23 @@ HSV = OpSchema(
     doc="Hue, saturation and value adjustment of RGB images (a linear transform in YIQ space).",
 )
 
+def _blur_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    m = inputs[0]
+    return [OutMeta(args["dtype"] or m.dtype, m.ndim, m.layout)]
+
+
+GAUSSIAN_BLUR = OpSchema(
+    "gaussian_blur",
+    args={
+        "sigma": Arg(FLOATS, per_sample=True, doc="standard deviation per blurred axis (one value: all)"),
+        "window_size": Arg(INTS, per_sample=True, doc="odd kernel size per blurred axis (one value: all)"),
+        "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),
+    },
+    infer=_blur_infer, provided_by=_PKG,
+    doc="Gaussian blur along every axis but channels and frames; the border mirrored (dcb|abcd|cba).",
+)
+
 IMAGE_SCHEMAS = (
     DECODE, DECODE_CROP, DECODE_RANDOM_CROP, DECODE_SLICE, PEEK_IMAGE_SHAPE, RESIZE, RANDOM_RESIZED_CROP, ROTATE, WARP_AFFINE, FLIP,
-    CROP, CROP_MIRROR_NORMALIZE, NORMALIZE, COLOR_TWIST, BRIGHTNESS_CONTRAST, HSV,
+    CROP, CROP_MIRROR_NORMALIZE, NORMALIZE, COLOR_TWIST, BRIGHTNESS_CONTRAST, HSV, GAUSSIAN_BLUR,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ndd.plugins import Registry
 
 from ._bbox import bb_flip_cpu, box_encoder_cpu
+from ._blur import gaussian_blur_cpu
 from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
 from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
@@ -29,6 +30,7 @@ KERNELS = {
     "color_twist": color_twist_cpu,
     "brightness_contrast": brightness_contrast_cpu,
     "hsv": hsv_cpu,
+    "gaussian_blur": gaussian_blur_cpu,
     "bb_flip": bb_flip_cpu,
     "box_encoder": box_encoder_cpu,
 }

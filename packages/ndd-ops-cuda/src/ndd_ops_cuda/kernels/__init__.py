@@ -28,6 +28,7 @@ _WHERE = {
     "color_twist": ("_color", "color_twist_gpu"),
     "brightness_contrast": ("_color", "brightness_contrast_gpu"),
     "hsv": ("_color", "hsv_gpu"),
+    "gaussian_blur": ("_blur", "gaussian_blur_gpu"),
     "cast": ("_core", "cast_gpu"),
     "cast_like": ("_core", "cast_gpu"),
     "_arithm": ("_core", "arithm_gpu"),
