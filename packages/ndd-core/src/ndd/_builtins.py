@@ -209,11 +209,12 @@ BUILTINS = ((CAST, _cast_cpu), (CAST_LIKE, _cast_cpu), (SUBSCRIPT, _subscript_cp
 def register(reg: Registry) -> None:
     """Entry point of core's own operators (group ``ndd.ops``)."""
     from ._arith import ARITH_OPS
+    from ._noise import NOISE_OPS
     from ._reductions import REDUCTION_OPS
     from ._shape_ops import SHAPE_OPS
     from ._transforms import TRANSFORM_OPS
 
-    for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS + TRANSFORM_OPS + REDUCTION_OPS:
+    for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS + TRANSFORM_OPS + REDUCTION_OPS + NOISE_OPS:
         reg.add_schema(schema)
         reg.add_kernel(schema.name, "cpu", kernel)
     reg.add_schema(TO_DEVICE)

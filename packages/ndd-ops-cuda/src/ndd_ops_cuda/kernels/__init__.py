@@ -37,6 +37,9 @@ _WHERE = {
     "pad": ("_shape", "pad_gpu"),
     "one_hot": ("_shape", "one_hot_gpu"),
     "slice": ("_shape", "slice_gpu"),
+    "noise.gaussian": ("_noise", "gaussian_gpu"),
+    "noise.salt_and_pepper": ("_noise", "salt_and_pepper_gpu"),
+    "noise.shot": ("_noise", "shot_gpu"),
     **{f"reductions.{op}": ("_reductions", "REDUCTIONS") for op in (
         "sum", "mean", "mean_square", "rms", "min", "max", "std_dev", "variance")},
     **{op: ("_core", "HOST_KERNELS") for op in (

@@ -1,0 +1,138 @@
+"""GPU kernels of core's noise operators (``noise.gaussian``, ``noise.salt_and_pepper``,
+``noise.shot``) in torch.
+
+Same values as the CPU kernels for the same RNG state: the random values are made on the
+host by core's own code (``ndd._noise``), from the same Philox words, and uploaded (the
+gaussian noise, the salt-and-pepper decisions, and for shot noise each element's uniform
+``u`` and normal ``z``). The device applies them with correctly rounded operations only (add,
+multiply, divide by a device tensor, sqrt, floor, compare, core's saturating cast), in the
+order of the CPU kernels, so the results are identical bit for bit. (A division by a host
+scalar is avoided: torch's CUDA kernel multiplies by its reciprocal instead.)
+
+Inputs of uint16, uint32 and uint64, for which torch has few operations, run the CPU kernel
+on host copies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ndd._noise import (  # core's host parts (the CPU kernels' own)
+    EXP_SQUARINGS,
+    EXP_TERMS,
+    PEPPER,
+    POISSON_SHIFT,
+    POISSON_SMALL,
+    POISSON_STEPS,
+    RECIPROCALS,
+    SALT,
+    batch_groups,
+    gaussian_noise,
+    group_arrays,
+    group_result,
+    param,
+    salt_pepper_codes,
+    salt_pepper_values,
+    shot_randoms,
+)
+from ndd.plugins import BatchData, KernelArgs, KernelContext
+
+from ._common import torch_dtype, upload
+from ._core import _saturate_cast, via_host
+
+_HOST_ONLY = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
+_ON_HOST = {op: via_host(op) for op in ("noise.gaussian", "noise.salt_and_pepper", "noise.shot")}
+
+# Steps of the Poisson inversion between two checks (each one a device-to-host sync) that
+# some value is still searching.
+_CHECK_EVERY = 8
+
+
+def _out_type(ctx: KernelContext) -> np.dtype:
+    return np.dtype(ctx.output_meta[0].dtype.numpy_dtype)
+
+
+def _up(a: np.ndarray, dev: torch.device) -> torch.Tensor:
+    """A host array on ``dev``, with its shape (0-d included)."""
+    return upload(a, dev).reshape(a.shape)
+
+
+def gaussian_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``ConvertSat(float64(x) + float64(noise))``, the noise made on the host."""
+    npd = _out_type(ctx)
+    if npd in _HOST_ONLY:
+        return _ON_HOST[ctx.op](ctx, inputs, args)
+    bd, dt = inputs[0], torch_dtype(npd)
+    noise = gaussian_noise(ctx, args, batch_groups(bd))
+    outs = [_saturate_cast(x.to(torch.float64) + _up(n, x.device).to(torch.float64), npd, dt)
+            for x, n in zip(group_arrays(bd), noise)]
+    return group_result(bd, outs)
+
+
+def salt_and_pepper_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """The host's decisions (uint8 codes) applied with ``torch.where``."""
+    npd = _out_type(ctx)
+    if npd in _HOST_ONLY:
+        return _ON_HOST[ctx.op](ctx, inputs, args)
+    bd = inputs[0]
+    groups = batch_groups(bd)
+    outs = []
+    for x, code, (shape, idx) in zip(group_arrays(bd), salt_pepper_codes(ctx, args, groups), groups):
+        salt, pepper = salt_pepper_values(ctx.op, args, npd, idx, len(shape))
+        c = _up(code, x.device)
+        outs.append(torch.where(c == SALT, _up(salt, x.device), torch.where(c == PEPPER, _up(pepper, x.device), x)))
+    return group_result(bd, outs)
+
+
+def _exp_neg(lam: torch.Tensor) -> torch.Tensor:
+    """``ndd._noise.exp_neg`` in torch (the same operations)."""
+    t = lam * (1.0 / 64.0)
+    r = torch.ones_like(t)
+    for j in range(EXP_TERMS, 0, -1):
+        r = 1.0 - (t * RECIPROCALS[j - 1]) * r
+    for _ in range(EXP_SQUARINGS):
+        r = r * r
+    return r
+
+
+def _poisson(lam: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``ndd._noise.poisson`` in torch: every value runs the inversion steps (those with a
+    large rate, given rate 0, stop at once) until none is searching, then the normal
+    approximation's count is taken where the rate is large."""
+    small = lam < POISSON_SMALL
+    rate = torch.where(small, lam, 0.0)
+    p = _exp_neg(rate)
+    cdf = p.clone()
+    k = torch.zeros_like(rate)
+    for j in range(1, POISSON_STEPS + 1):
+        searching = u >= cdf
+        if (j - 1) % _CHECK_EVERY == 0 and not bool(searching.any()):
+            break
+        k = k + searching.to(k.dtype)  # (a value stops for good: the CDF only grows)
+        p = p * rate * RECIPROCALS[j - 1]
+        cdf = cdf + p
+    zz = z.to(torch.float64)
+    s = torch.sqrt(torch.clamp(lam - POISSON_SHIFT, min=0.0))
+    g = ((lam + s * zz) + (zz * zz - 1.0) * (1.0 / 6.0)) + 0.5
+    return torch.where(small, k, torch.clamp(torch.floor(g), min=0.0))
+
+
+def shot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``ConvertSat(float32(Poisson(x / factor)) * factor)``, ``u`` and ``z`` made on the host."""
+    npd = _out_type(ctx)
+    if npd in _HOST_ONLY:
+        return _ON_HOST[ctx.op](ctx, inputs, args)
+    bd, dt = inputs[0], torch_dtype(npd)
+    groups = batch_groups(bd)
+    outs = []
+    for x, (u, z), (shape, idx) in zip(group_arrays(bd), shot_randoms(ctx, groups), groups):
+        dev = x.device
+        factor = _up(param(ctx.op, args, "factor", idx, len(shape)), dev)  # a device tensor
+        lam = x.to(torch.float32) / factor
+        lam = torch.where(torch.isfinite(lam) & (lam > 0), lam, 0.0)
+        k = _poisson(lam.to(torch.float64), _up(u, dev), _up(z, dev))
+        outs.append(_saturate_cast(k.to(torch.float32) * factor, npd, dt))
+    return group_result(bd, outs)
