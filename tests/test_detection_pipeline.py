@@ -100,10 +100,10 @@ def test_the_pieces_agree(coco) -> None:
             assert boxes.ndim == 2 and boxes.shape[1] == 4 and np.all((boxes >= -1e-6) & (boxes <= 1 + 1e-6))
             # every kept box sits on bright pixels of the flipped, resized image
             img = st["flipped"][i].astype(int)
-            for (l, t, r, b) in boxes:
-                cx, cy = int((l + r) / 2 * SIZE), int((t + b) / 2 * SIZE)
+            for (left, top, right, bottom) in boxes:
+                cx, cy = int((left + right) / 2 * SIZE), int((top + bottom) / 2 * SIZE)
                 cx, cy = min(cx, SIZE - 1), min(cy, SIZE - 1)
-                assert img[cy, cx].mean() > 120, (l, t, r, b)
+                assert img[cy, cx].mean() > 120, (left, top, right, bottom)
             # the encoder only hands out labels of kept boxes (0 = background)
             kept = set(st["labels"][i].ravel().tolist())
             assert set(st["enc_labels"][i].ravel().tolist()) <= kept | {0}
