@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from PIL import Image, ImageEnhance
+from PIL import Image, ImageEnhance, ImageFilter
 
 import ndd
 
@@ -94,6 +94,7 @@ def cases(imgs: list[np.ndarray], size: int) -> list[tuple[str, Callable, Callab
     half = size // 2
     mtx = [0.9, 0.1, 1.0, -0.1, 0.9, 2.0]
     mean, std = (MEAN[:1], STD[:1]) if c == 1 else (MEAN, STD)
+    noise_rng = np.random.default_rng(1)
 
     def loop(fn: Callable[[int, np.ndarray], object]) -> Callable[[], list]:
         return lambda: [fn(i, a) for i, a in enumerate(imgs)]
@@ -142,6 +143,18 @@ def cases(imgs: list[np.ndarray], size: int) -> list[tuple[str, Callable, Callab
          loop(lambda i, a: _np(ImageEnhance.Contrast(ImageEnhance.Brightness(_pil(a)).enhance(1.2)).enhance(0.8),
                                c))),
         ("random_resized_crop", lambda: ndd.random_resized_crop(batch, size=(small, small)), loop(rrc_ref)),
+        ("gaussian_blur (sigma 1.5)", lambda: ndd.gaussian_blur(batch, sigma=1.5),
+         loop(lambda i, a: _np(_pil(a).filter(ImageFilter.GaussianBlur(1.5)), c))),
+        ("noise.gaussian (stddev 10)", lambda: ndd.noise.gaussian(batch, stddev=10.0),
+         loop(lambda i, a: np.clip(np.rint(a + noise_rng.normal(0, 10, a.shape)), 0, 255).astype(np.uint8))),
+        ("reductions.mean (per channel)", lambda: ndd.reductions.mean(batch, axis_names="HW"),
+         loop(lambda i, a: a.mean((0, 1), dtype=np.float32))),
+        ("peek_image_shape", lambda: ndd.peek_image_shape(jbatch),
+         lambda: [Image.open(io.BytesIO(j.tobytes())).size for j in jpegs]),
+        ("decoders.image_slice", lambda: ndd.decoders.image_slice(jbatch, rel_start=[0.25, 0.25], rel_shape=[0.5, 0.5],
+                                                                  output_type=out_type),
+         lambda: [np.asarray(Image.open(io.BytesIO(j.tobytes())).convert(pil_mode).crop(
+             (size // 4, size // 4, size * 3 // 4, size * 3 // 4))) for j in jpegs]),
     ]
     if c == 3:
         rows += [

@@ -15,18 +15,16 @@ import pytest
 
 import ndd
 from ndd import _noise
-from ndd.random import _philox
 
 INT_TYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64]
 OPS = ["gaussian", "salt_and_pepper", "shot"]
 
 
-def sub_words(seed: int, n: int) -> np.ndarray:
-    """Reference: the 7 words a call draws from RNG(seed), then n words of its sub-stream."""
-    w = ndd.random.RNG(seed).draw_words(7)
-    key = int(w[0]) | int(w[1]) << 32
-    counter = int(w[2]) | int(w[3]) << 32 | int(w[4]) << 64 | int(w[5]) << 96
-    return _philox.stream_words(key, counter, int(w[6]) & 3, n)
+def sub_gen(seed: int) -> np.random.Generator:
+    """Reference: NumPy's Philox generator keyed by the 7 words a call draws from RNG(seed)."""
+    w = [int(x) for x in ndd.random.RNG(seed).draw_words(7)]
+    return np.random.Generator(np.random.Philox(key=[w[0] | w[1] << 32, w[2] | w[3] << 32],
+                                                counter=[w[4], w[5], w[6], 0]))
 
 
 def as_np(x) -> list[np.ndarray] | np.ndarray:
@@ -123,12 +121,12 @@ def test_gaussian_statistics():
 
 
 def test_gaussian_against_the_documented_recipe():
-    """Two words per element, samples in order, elements in C order: z by _philox.normal,
-    noise = float32(mean) + float32(stddev) * z in float32."""
+    """Samples in order, elements in C order: z = standard_normal (float32) of the call's
+    generator, noise = float32(mean) + float32(stddev) * z in float32."""
     b = ndd.as_batch([np.zeros((3, 4), np.float32), np.zeros((5, 4), np.float32)])
     out = as_np(ndd.noise.gaussian(b, mean=0.25, stddev=1.5, rng=ndd.random.RNG(8)))
-    w = sub_words(8, 2 * 32)
-    z = _philox.normal(w[0::2], w[1::2])
+    gen = sub_gen(8)
+    z = np.concatenate([gen.standard_normal(12, dtype=np.float32), gen.standard_normal(20, dtype=np.float32)])
     ref = np.float32(0.25) + np.float32(1.5) * z
     np.testing.assert_array_equal(np.concatenate([o.ravel() for o in out]), ref)
 
@@ -209,11 +207,11 @@ def test_salt_and_pepper_fractions_per_channel():
 
 
 def test_salt_and_pepper_against_the_documented_recipe():
-    """One word per pixel: salt when u < prob * salt_vs_pepper, pepper when u < prob."""
+    """One float32 uniform per pixel: salt when u < prob * salt_vs_pepper, pepper when u < prob."""
     x = np.full((30, 20, 3), 50, np.float32)
     out = np.asarray(ndd.noise.salt_and_pepper(ndd.as_tensor(x, layout="HWC"), prob=0.5, salt_vs_pepper=0.25,
                                                rng=ndd.random.RNG(12)))
-    u = ((sub_words(12, 600) >> 8).astype(np.float64) * 2.0**-24).reshape(30, 20)
+    u = sub_gen(12).random(600, dtype=np.float32).astype(np.float64).reshape(30, 20)
     ref = np.where(u < 0.125, 1.0, np.where(u < 0.5, -1.0, 50.0)).astype(np.float32)
     np.testing.assert_array_equal(out, np.repeat(ref[..., None], 3, axis=2))
 
@@ -329,15 +327,25 @@ def test_poisson_counts_follow_the_poisson_distribution(lam):
     assert abs(k.mean() - lam) < 5 * math.sqrt(lam / n_draws) and abs(k.var() / lam - 1) < 0.025
 
 
+def test_shot_dense_batch_draws_sample_by_sample():
+    """A dense batch draws u then z for each sample in turn, as its samples alone would."""
+    lam = np.array([[0.5, 3.0, 20.0], [7.0, 40.0, 1.0]], np.float32)
+    out = [np.asarray(t) for t in ndd.noise.shot(ndd.as_batch(lam), factor=1.0, rng=ndd.random.RNG(4)).tensors]
+    gen = sub_gen(4)
+    for row, got in zip(lam, out):
+        u, z = gen.random(3), gen.standard_normal(3, dtype=np.float32)
+        ref = _noise.poisson(row.astype(np.float64), u, z)
+        np.testing.assert_array_equal(got, ref.astype(np.float32))
+
+
 def test_shot_against_the_documented_recipe():
-    """Two words per element: below rate 16, inversion of the CDF with the 53-bit u; from 16 on,
-    floor(lam + sqrt(lam - 5/36) z + (z*z - 1) / 6 + 1/2) with z = _philox.normal."""
+    """u (float64) for every element, then z (float32 normal): below rate 16, inversion of the
+    CDF with u; from 16 on, floor(lam + sqrt(lam - 5/36) z + (z*z - 1) / 6 + 1/2)."""
     lam = np.array([0.0, 0.5, 3.0, 7.5, 15.9, 16.0, 30.0, 1000.0] * 250, np.float32)
     out = np.asarray(ndd.noise.shot(ndd.as_tensor(lam), factor=1.0, rng=ndd.random.RNG(21)))
-    w = sub_words(21, 2 * lam.size)
-    a, b = w[0::2], w[1::2]
-    u = ((a.astype(np.uint64) << np.uint64(21)) | (b.astype(np.uint64) >> np.uint64(11))).astype(np.float64) * 2.0**-53
-    z = _philox.normal(a, b).astype(np.float64)
+    gen = sub_gen(21)
+    u = gen.random(lam.size)
+    z = gen.standard_normal(lam.size, dtype=np.float32).astype(np.float64)
     ref = np.empty(lam.size)
     for i, (r, ui, zi) in enumerate(zip(lam.astype(np.float64), u, z)):
         if r < 16:

@@ -127,3 +127,13 @@ def test_errors_name_the_argument() -> None:
             ndd.gaussian_blur(x, **kw).evaluate()
     out = ndd.gaussian_blur(x, sigma=0.0, window_size=3, dtype=types.FLOAT)  # sigma from the window
     assert out.dtype == ndd.float32
+
+
+@pytest.mark.parametrize("shape,sigma", [((64, 28, 28, 1), 1.5), ((16, 20, 20, 3), [0.8, 2.0]), ((8, 9, 7), 1.0)])
+def test_a_batch_of_small_images_in_one_call_equals_sample_by_sample(shape, sigma) -> None:
+    imgs = RNG.integers(0, 255, shape).astype(np.uint8)
+    layout = "HWC" if len(shape) == 4 else "HW"
+    whole = ndd.gaussian_blur(ndd.as_batch(imgs, layout=layout), sigma=sigma)
+    for img, got in zip(imgs, whole.tensors):
+        one = ndd.gaussian_blur(ndd.as_tensor(img, layout=layout), sigma=sigma)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(one))

@@ -62,10 +62,41 @@ def blur_one(op: str, args: KernelArgs, i: int, x: np.ndarray, layout: str | Non
     return cast_to(y, dt)
 
 
+# OpenCV filters at most 512 channels (CV_CN_MAX); small images of one batch are stacked
+# as channels of one image, so that one call does the whole batch.
+_CV_MAX_CHANNELS = 512
+_SMALL_BYTES = 1 << 16
+
+
+def _blur_stacked(ctx: KernelContext, d: np.ndarray, args: KernelArgs, layout: str | None,
+                  dt: np.dtype) -> np.ndarray | None:
+    """The whole dense batch ``d`` in one OpenCV call, when its samples are small HW/HWC
+    images with one set of taps; None otherwise."""
+    n = d.shape[0]
+    axes = blur_axes(ctx.op, layout, d.ndim - 1)
+    if axes != (0, 1) or d.dtype not in _CV_TYPES or d[0].nbytes > _SMALL_BYTES:
+        return None
+    chans = int(np.prod(d.shape[3:])) if d.ndim > 3 else 1
+    if n * chans > _CV_MAX_CHANNELS:
+        return None
+    taps = [gaussian_taps(ctx.op, args, i, 2) for i in range(n)]
+    if any(not all(np.array_equal(a, b) for a, b in zip(t, taps[0])) for t in taps[1:]):
+        return None
+    planes = np.moveaxis(d.reshape(n, d.shape[1], d.shape[2], chans), 0, 2).reshape(d.shape[1], d.shape[2], -1)
+    res = cv2.sepFilter2D(np.ascontiguousarray(planes), cv2.CV_32F, taps[0][1], taps[0][0],
+                          borderType=cv2.BORDER_REFLECT_101)
+    res = np.moveaxis(res.reshape(d.shape[1], d.shape[2], n, chans), 2, 0).reshape(d.shape)
+    return cast_to(res, dt)
+
+
 def gaussian_blur_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     samples = inputs[0].samples
     dt = ctx.output_meta[0].dtype.numpy_dtype
     layout = ctx.input_layouts[0]
+    if inputs[0].dense is not None and len(samples) > 1:
+        out = _blur_stacked(ctx, inputs[0].dense, args, layout, dt)
+        if out is not None:
+            return out
     out = map_samples(ctx, lambda i: blur_one(ctx.op, args, i, samples[i], layout, dt), len(samples),
                       sum(s.nbytes for s in samples))
     if len(out) > 1 and all(o.shape == out[0].shape for o in out):
