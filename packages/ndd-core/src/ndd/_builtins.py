@@ -226,6 +226,9 @@ def register(reg: Registry) -> None:
     from ._schemas_bbox import BBOX_SCHEMAS
     for s in BBOX_SCHEMAS:
         reg.add_schema(s)
+    from ._schemas_pixel import PIXEL_SCHEMAS
+    for s in PIXEL_SCHEMAS:
+        reg.add_schema(s)
     from ._schemas_random_bbox import RANDOM_BBOX_SCHEMAS
     for s in RANDOM_BBOX_SCHEMAS:
         reg.add_schema(s)

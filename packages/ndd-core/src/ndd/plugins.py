@@ -60,6 +60,17 @@ from ._image_args import (
     warp_size,
     windows_per_sample,
 )
+from ._pixel_args import (
+    GRAY_WEIGHTS,
+    ColorConversion,
+    color_conversion,
+    erase_axes,
+    erase_fill,
+    erase_regions,
+    lookup_indices,
+    lookup_table_array,
+    x86_cast,
+)
 from ._plugins import PluginRecord, Registry
 from ._saturate import cast_plan, saturate_cast
 from ._schema import Arg, OpSchema, OutMeta
@@ -77,7 +88,10 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "reflect101", "resize_filters", "resize_plan", "resize_plans", "ResizePlan", "RESIZE_FILTER_ARGS", "RESIZE_SIZE_ARGS", "rotate_params",
            "rotated_size", "rotation_matrices", "sample_floats", "shaped_param", "shared_args", "slice_box",
            "spatial_axes",
-           "type_range", "warp_affine_params", "warp_size", "windows_per_sample"]
+           "type_range", "warp_affine_params", "warp_size", "windows_per_sample",
+           # ... and by the per-pixel kernels (_pixel_args)
+           "ColorConversion", "GRAY_WEIGHTS", "color_conversion", "erase_axes", "erase_fill", "erase_regions",
+           "lookup_indices", "lookup_table_array", "x86_cast"]
 
 
 @dataclass

@@ -10,6 +10,7 @@ from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
 from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
 from ._normalize import cmn_cpu, normalize_cpu
+from ._pixel import color_space_conversion_cpu, erase_cpu, lookup_table_cpu
 from ._random_bbox import random_bbox_crop_cpu
 from ._resize import random_resized_crop_cpu, resize_cpu
 from ._warp import rotate_cpu, warp_affine_cpu
@@ -32,6 +33,9 @@ KERNELS = {
     "brightness_contrast": brightness_contrast_cpu,
     "hsv": hsv_cpu,
     "gaussian_blur": gaussian_blur_cpu,
+    "color_space_conversion": color_space_conversion_cpu,
+    "lookup_table": lookup_table_cpu,
+    "erase": erase_cpu,
     "bb_flip": bb_flip_cpu,
     "box_encoder": box_encoder_cpu,
     "random_bbox_crop": random_bbox_crop_cpu,
