@@ -222,7 +222,7 @@ def test_salt_and_pepper_positions_do_not_depend_on_the_type(dt):
     a = np.asarray(ndd.noise.salt_and_pepper(ndd.as_tensor(x), prob=0.3, rng=ndd.random.RNG(3)))
     f = np.asarray(ndd.noise.salt_and_pepper(ndd.as_tensor(x.astype(np.float32)), prob=0.3, rng=ndd.random.RNG(3)))
     info = np.iinfo(dt)
-    np.testing.assert_array_equal(a, np.where(f == 1, info.max, np.where(f == -1, info.min, 9)).astype(dt))
+    np.testing.assert_array_equal(a, np.where(f == 1, dt(info.max), np.where(f == -1, dt(info.min), dt(9))))
 
 
 @pytest.mark.parametrize("shape,layout,shared_axis", [

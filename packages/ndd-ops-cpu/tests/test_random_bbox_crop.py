@@ -4,7 +4,6 @@ NumPy reference; the draw pattern, determinism, layouts, errors, facts observed 
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -529,43 +528,3 @@ def test_more_errors():
 
 
 # -- capture mode -------------------------------------------------------------------------------
-
-
-def test_capture_mode_matches_eager(tmp_path):
-    """A COCO loop whose body crops boxes with rng=: captured values equal eager ones."""
-    pytest.importorskip("ndd_capture")
-    pytest.importorskip("ndd_readers")
-    root = tmp_path / "images"
-    root.mkdir()
-    images, annotations = [], []
-    r = np.random.default_rng(0)
-    for i in range(1, 13):
-        (root / f"{i}.jpg").write_bytes(b"\xff\xd8" + bytes([i]) * 8)  # not decoded
-        images.append({"id": i, "file_name": f"{i}.jpg", "width": 64, "height": 48})
-        for _ in range(int(r.integers(1, 5))):
-            x, y = r.uniform(0, 40), r.uniform(0, 30)
-            annotations.append({"image_id": i, "bbox": [x, y, r.uniform(2, 64 - x), r.uniform(2, 48 - y)],
-                                "category_id": int(r.integers(1, 4)), "iscrowd": 0})
-    ann = tmp_path / "ann.json"
-    ann.write_text(json.dumps({"images": images, "annotations": annotations,
-                               "categories": [{"id": 1}, {"id": 2}, {"id": 3}]}))
-
-    def run(capture: bool) -> tuple[list, str]:
-        reader = ndd.readers.COCO(file_root=root, annotations_file=ann, ltrb=True, ratio=True)
-        rng = ndd.random.RNG(5)
-        out = []
-        for _ in range(2):
-            for _, boxes, labels in reader.next_epoch(batch_size=4, capture=capture):
-                res = ndd.random_bbox_crop(boxes, labels, scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0],
-                                           thresholds=[0.0, 0.1, 0.3, 0.5], num_attempts=10,
-                                           output_bbox_indices=True, rng=rng)
-                out.append([as_np(o) for o in res])
-        return out, str(rng.get_state())
-
-    eager, captured = run(False), run(True)
-    assert eager[1] == captured[1] and len(eager[0]) == len(captured[0]) == 6
-    for e, c in zip(eager[0], captured[0]):
-        for x, y in zip(e, c):
-            for u, v in zip(x, y):
-                np.testing.assert_array_equal(u, v)
-    assert any(s.op == "random_bbox_crop" and s.captured for s in ndd.capture.report().sites)
