@@ -159,6 +159,9 @@ def test_errors_name_the_argument() -> None:
         pts = ndd.as_tensor(np.zeros((2, 2), np.float32))
         with pytest.raises(ValueError, match="'MT' cannot be combined"):
             ndd.coord_transform(pts, MT=[1, 0, 0, 0, 1, 0], M=[1])
+        with pytest.raises(ValueError, match="'MT' cannot be combined"):  # MT given per sample
+            ndd.coord_transform(ndd.as_batch([np.zeros((2, 2), np.float32)]),
+                                MT=T.translation(offset=ndd.as_batch([np.array([1, 0], np.float32)])), T=[5, 5])
         with pytest.raises(ValueError, match="'dtype' must be float32 or the input's type"):
             ndd.coord_transform(pts, dtype=ndd.uint8)
         with pytest.raises(ValueError, match="expected points of shape"):

@@ -84,3 +84,14 @@ def test_errors() -> None:
                                ((0.1, 0.2), (0.0, 0.5), "columns 3..3")]:
         with pytest.raises(Exception, match=f"sample 0: the window \\(.*{msg}.*not inside the 20x30x3 image"):
             ndd.decoders.image_slice(ndd.as_tensor(PNG), f32(*anchor), f32(*shape)).evaluate()
+
+
+def test_window_arguments_given_per_sample() -> None:
+    batch = ndd.as_batch([PNG, PNG])
+    start = ndd.as_batch([np.array([2, 5], np.int64), np.array([0, 0], np.int64)])
+    shape = ndd.as_batch([np.array([4, 4], np.int64), np.array([3, 3], np.int64)])
+    out = ndd.decoders.image_slice(batch, start=start, shape=shape)
+    np.testing.assert_array_equal(np.asarray(out.tensors[0]), IMG[5:9, 2:6])
+    np.testing.assert_array_equal(np.asarray(out.tensors[1]), IMG[0:3, 0:3])
+    with pytest.raises(ValueError, match="'start' and 'rel_start' are mutually exclusive"):
+        ndd.decoders.image_slice(batch, start=start, rel_start=[0.1, 0.1], shape=[3, 3])

@@ -87,3 +87,19 @@ def test_errors_name_the_sample_and_argument() -> None:
         ndd.peek_image_shape(ndd.as_tensor(IMAGES["jpeg_rgb"]), dtype=ndd.uint8)
     with pytest.raises(ValueError, match='Invalid device "gpu'):
         ndd.peek_image_shape(ndd.as_tensor(IMAGES["jpeg_rgb"]), device="gpu")
+
+
+def test_tiff_orientation_and_grey_with_alpha() -> None:
+    rgb = Image.fromarray(np.zeros((20, 30, 3), np.uint8))
+    for o, want, raw in [(1, [20, 30, 3], [20, 30, 3]), (6, [30, 20, 3], [20, 30, 3]), (8, [30, 20, 3], [20, 30, 3])]:
+        buf = io.BytesIO()
+        rgb.save(buf, format="TIFF", tiffinfo={0x0112: o})
+        data = ndd.as_tensor(np.frombuffer(buf.getvalue(), np.uint8))
+        assert np.asarray(ndd.peek_image_shape(data)).tolist() == want  # as DALI 2.4
+        assert np.asarray(ndd.peek_image_shape(data, adjust_orientation=False)).tolist() == raw
+        assert tuple(want) == ndd.decoders.image(data).shape
+    buf = io.BytesIO()
+    Image.fromarray(np.zeros((5, 7, 2), np.uint8), "LA").save(buf, format="PNG")
+    data = ndd.as_tensor(np.frombuffer(buf.getvalue(), np.uint8))
+    peek = np.asarray(ndd.peek_image_shape(data, image_type=types.ANY_DATA)).tolist()
+    assert tuple(peek) == ndd.decoders.image(data, output_type=types.ANY_DATA).shape == (5, 7, 4)

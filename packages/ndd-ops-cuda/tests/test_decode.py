@@ -122,6 +122,9 @@ def test_crop_decoders_on_the_gpu_match_the_cpu():
     gpu_anchors = ndd.decoders.image_slice(jpegs, anchors.gpu(), shapes.gpu(), device="gpu")  # read back
     for g, c in zip(host(gpu_anchors), host(sb)):
         np.testing.assert_array_equal(g, c)
+    by_args = ndd.decoders.image_slice(jpegs, None, None, start=[2, 3], shape=[10, 8], device="gpu")
+    for g, c in zip(host(by_args), host(ndd.decoders.image_slice(jpegs, start=[2, 3], shape=[10, 8]))):
+        np.testing.assert_array_equal(g, c)
 
 
 def test_a_corrupt_sample_is_named():

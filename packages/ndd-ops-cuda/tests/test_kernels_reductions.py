@@ -156,3 +156,13 @@ def test_tensors_on_the_gpu():
         ref = getattr(R, op)(x.cpu(), axis_names="WC")
         assert got.device == ndd.Device("gpu:0") and (got.dtype, got.layout) == (ref.dtype, "H")
         np.testing.assert_array_equal(np.asarray(got.cpu()), np.asarray(ref))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "min", "max"])
+def test_reducing_no_axis_gives_new_storage(op):
+    x = ndd.as_batch(np.arange(6, dtype=np.int64).reshape(2, 3)).gpu()
+    y = getattr(ndd.reductions, op)(x, axes=[])
+    np.testing.assert_array_equal(np.asarray(y.cpu().torch()), np.asarray(x.cpu().torch()).astype(np.asarray(y.cpu().torch()).dtype))
+    assert y.torch().data_ptr() != x.torch().data_ptr()
+    y.torch()[0, 0] = 100  # writing into the result leaves the input alone
+    assert int(x.cpu().torch()[0, 0]) == 0

@@ -12,6 +12,7 @@ here is None and the doc string says what "not set" does.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from . import _dtype
 from ._schema import (
@@ -198,8 +199,13 @@ _SLICE_WINDOW_ARGS = ("start", "end", "shape", "rel_start", "rel_end", "rel_shap
                       "normalized_anchor", "normalized_shape")
 
 
+def _given(args: Any, name: str) -> bool:
+    """Whether argument ``name`` was passed: a constant, or a Batch of per-sample values."""
+    return args.get(name) is not None or name in getattr(args, "batch_args", {})
+
+
 def _image_slice_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
-    given = [n for n in _SLICE_WINDOW_ARGS[:6] if args[n] is not None]
+    given = [n for n in _SLICE_WINDOW_ARGS[:6] if _given(args, n)]
     n_in = sum(x is not None for x in inputs)
     if n_in == 3 and given:
         raise _err("decoders.image_slice", given[0], "cannot be combined with the anchor and shape inputs")
@@ -207,9 +213,9 @@ def _image_slice_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
         raise ValueError("Operator `decoders.image_slice`: give the window as arguments (start/end, "
                          "start/shape, rel_start/rel_shape, ...) or as both the anchor and the shape "
                          f"inputs; got {n_in} input(s) and {len(given)} window argument(s)")
-    if args["start"] is not None and args["rel_start"] is not None:
+    if _given(args, "start") and _given(args, "rel_start"):
         raise ValueError("Operator `decoders.image_slice`: arguments 'start' and 'rel_start' are mutually exclusive")
-    if sum(args[n] is not None for n in ("end", "rel_end", "shape", "rel_shape")) > 1:
+    if sum(_given(args, n) for n in ("end", "rel_end", "shape", "rel_shape")) > 1:
         raise ValueError("Operator `decoders.image_slice`: only one of 'end', 'rel_end', 'shape' and "
                          "'rel_shape' can be given")
     return _decoder_infer(inputs, args)

@@ -223,7 +223,8 @@ def _coord_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     dt = args["dtype"] if args["dtype"] is not None else _dtype.float32
     if dt not in (_dtype.float32, m.dtype):
         raise _err("coord_transform", "dtype", f"must be float32 or the input's type ({m.dtype}), got {dt}")
-    if (args["MT"] is not None) and (args["M"] is not None or args["T"] is not None):
+    given = {k for k in ("MT", "M", "T") if args.get(k) is not None or k in getattr(args, "batch_args", {})}
+    if "MT" in given and given & {"M", "T"}:
         raise ValueError("Operator `coord_transform`: 'MT' cannot be combined with 'M' or 'T'")
     return [OutMeta(dt, m.ndim, m.layout)]
 

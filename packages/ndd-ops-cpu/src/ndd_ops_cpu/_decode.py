@@ -365,8 +365,9 @@ def random_words(ctx: KernelContext, n: int, attempts: int) -> np.ndarray:
 
 
 # Channels of the decoded image per Pillow mode, for output_type=ANY_DATA (what
-# decode_one keeps: OpenCV's IMREAD_UNCHANGED, which expands a palette to RGB or RGBA).
-_MODE_CHANNELS = {"1": 1, "L": 1, "I": 1, "I;16": 1, "I;16B": 1, "I;16L": 1, "F": 1, "LA": 2, "La": 2,
+# decode_one keeps: OpenCV's IMREAD_UNCHANGED, which expands a palette to RGB or RGBA and
+# grey with alpha to BGRA).
+_MODE_CHANNELS = {"1": 1, "L": 1, "I": 1, "I;16": 1, "I;16B": 1, "I;16L": 1, "F": 1, "LA": 4, "La": 4,
                   "RGB": 3, "YCbCr": 3, "LAB": 3, "HSV": 3, "RGBA": 4, "RGBa": 4, "RGBX": 4, "CMYK": 4}
 
 
@@ -381,11 +382,13 @@ def _peek_one(data: np.ndarray, image_type: DALIImageType, orient: bool) -> tupl
     try:
         if raw[:2] == b"\xff\xd8":
             h, w, space, _ = simplejpeg.decode_jpeg_header(raw)
-            stored = {"Gray": 1, "CMYK": 4}.get(space, 3)
+            stored = 1 if space == "Gray" else 3  # CMYK and YCCK JPEGs are decoded to RGB
             o = exif_orientation(raw[:65536]) if orient else 1
         else:
             with Image.open(io.BytesIO(raw)) as im:
                 w, h = im.size
+                if im.format == "TIFF":  # Pillow reports a TIFF's size already turned by its orientation
+                    w, h = im.tag_v2.get(256, w), im.tag_v2.get(257, h)
                 stored = 4 if im.mode == "P" and "transparency" in im.info else _MODE_CHANNELS.get(im.mode, 3)
                 o = im.getexif().get(0x0112, 1) if orient else 1
     except Image.UnidentifiedImageError:

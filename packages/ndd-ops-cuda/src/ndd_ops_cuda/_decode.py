@@ -233,7 +233,7 @@ def image_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
 def _host_then_upload(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> list[BatchData]:
     """Host stage of the cropping decoders on the GPU: the CPU kernel's result (the window
     inputs of ``image_slice``, a few numbers per sample, are read back if on the GPU)."""
-    host = [BatchData(samples=_host_samples(bd)) for bd in inputs]
+    host = [None if bd is None else BatchData(samples=_host_samples(bd)) for bd in inputs]
     n = len(host[0].samples)
     return [BatchData.of(_cpu_kernel(ctx.op)(_cpu_context(ctx, n), host, args))]
 

@@ -86,7 +86,7 @@ def _trunc_cast(v: torch.Tensor, npd: np.dtype) -> torch.Tensor:
 
 
 def _sum(x: torch.Tensor, axes: tuple[int, ...], keep: bool) -> torch.Tensor:
-    return torch.sum(x, dim=axes, keepdim=keep) if axes else x
+    return torch.sum(x, dim=axes, keepdim=keep) if axes else x.clone()  # never the input's storage
 
 
 def _scaled(acc: torch.Tensor, n: int, root: bool, npd: np.dtype) -> torch.Tensor:
