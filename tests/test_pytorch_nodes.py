@@ -179,3 +179,34 @@ def test_single_output_reader_needs_names(tmp_path: pathlib.Path) -> None:
     named = nodes.Reader(ndd.readers.Numpy, batch_size=2, file_root=str(tmp_path), output_names=["x"])
     (x,) = next(iter(tn.Loader(nodes.ToTorch(named))))
     assert x.shape == (2, 2, 2)
+
+
+def test_state_with_a_prefetcher_after_the_mapper(tree: pathlib.Path) -> None:
+    def make(rng):
+        node = nodes.Reader(ndd.readers.File, batch_size=B, file_root=str(tree), random_shuffle=True, seed=3,
+                            rngs={"aug": rng})
+
+        def augment(jpegs):
+            angles = ndd.random.uniform(batch_size=jpegs.batch_size, range=[-30, 30], rng=rng)
+            return ndd.rotate(ndd.decoders.image(jpegs, output_type=types.GRAY), angle=angles, keep_size=True,
+                              fill_value=0)
+
+        return tn.Loader(tn.Prefetcher(nodes.ToTorch(nodes.DictMapper(node, augment)), prefetch_factor=3))
+
+    loader = make(ndd.random.RNG(seed=2))
+    it = iter(loader)  # one pass: a new iter() would reset the prefetcher and drop what it holds
+    head = [next(it) for _ in range(2)]
+    state = loader.state_dict()  # after the second batch, though the prefetcher has run ahead
+    rest = [(x.numpy().copy(), y.numpy().copy()) for x, y in it]
+    resumed = make(ndd.random.RNG(seed=77))
+    resumed.load_state_dict(state)
+    assert len(head) == 2 and len(rest) == 4 and _same(_epoch(resumed), rest)
+
+
+def test_checkpointing_disabled_gives_an_empty_state(tree: pathlib.Path) -> None:
+    node = nodes.Reader(ndd.readers.File, batch_size=B, file_root=str(tree), enable_checkpointing=False)
+    loader = tn.Loader(tn.Prefetcher(node, prefetch_factor=2))  # asks for the state after every batch
+    assert len(list(loader)) == 6
+    assert loader.state_dict()["root"] is not None and node.state_dict() == {}
+    with pytest.raises(ValueError, match="checkpointing disabled"):
+        nodes.Reader(ndd.readers.File, batch_size=B, file_root=str(tree)).reset({})

@@ -1,6 +1,6 @@
 """random_bbox_crop (CPU): every rule checked on many seeds and random box sets against a
-NumPy reference; the draw pattern, determinism, layouts, errors, facts observed from DALI
-2.4 (as literals) and a capture-mode loop."""
+NumPy reference; the draw pattern, determinism, layouts, errors and facts observed from DALI
+2.4 (as literals). A captured COCO loop is in tests/test_detection_pipeline.py."""
 
 from __future__ import annotations
 
@@ -525,6 +525,3 @@ def test_more_errors():
         ndd.random_bbox_crop(BOXES3, seed=1)
     with pytest.raises(TypeError, match="takes 1 to 2 positional input"):
         ndd.random_bbox_crop(BOXES3, np.zeros(3, np.int32), BOXES3)
-
-
-# -- capture mode -------------------------------------------------------------------------------

@@ -359,3 +359,20 @@ def test_new_stream_on_the_emulation_is_a_clear_error():
         g = ndd.as_batch(np.ones((2, 2), np.uint8)).gpu()
         assert g.torch().sum().item() == 4
     s.synchronize()
+
+
+@pytest.mark.requires_cuda
+def test_handing_out_waits_for_user_streams():
+    big = np.random.default_rng(1).random((64, 1024, 256), dtype=np.float32)
+    expect = float(big.sum(dtype=np.float64))
+    def worker(made: dict) -> None:
+        ndd.set_current_stream(ndd.stream())  # this thread's work runs on the program's stream
+        made["g"] = ndd.as_batch(big).gpu() * 2
+
+    for _ in range(3):  # a race would show as a wrong sum now and then
+        made: dict = {}
+        t = threading.Thread(target=worker, args=(made,))
+        t.start()
+        t.join()
+        s = made["g"].torch().sum()  # on torch's current stream in this thread
+        assert abs(s.item() - 2 * expect) < 2e-3 * big.size

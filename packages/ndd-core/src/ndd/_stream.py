@@ -2,9 +2,11 @@
 streams (package ndd-core).
 
 A :class:`Stream` wraps a stream made elsewhere (a torch or CuPy stream, an object with
-``__cuda_stream__``, a raw ``cudaStream_t`` handle) or a new one. Making a new stream, or
-finding the device of a raw handle, asks the "gpu" device backend (ndd-ops-cuda); wrapping
-a handle with an explicit ``device_id`` needs nothing. Which stream an operator runs on:
+``__cuda_stream__``, a raw ``cudaStream_t`` handle) or a new one. Making a new stream asks
+the "gpu" device backend (ndd-ops-cuda). A raw handle carries no device: without
+``device_id`` it is taken to belong to the current GPU (DALI asks the driver; pass
+``device_id`` for a stream of another GPU). Wrapping a handle with ``device_id`` needs
+nothing. Which stream an operator runs on:
 its EvalContext's own (``EvalContext(cuda_stream=...)``, or the thread's current stream
 when the context was made), else the process-wide default for the device, else a stream
 the GPU backend keeps per context.

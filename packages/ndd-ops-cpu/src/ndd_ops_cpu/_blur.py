@@ -4,7 +4,8 @@ saturation.
 
 Images with two adjacent blurred axes (H, W) and at most 4 channels after them go through
 OpenCV's ``sepFilter2D`` (SIMD, releases the GIL); anything else (volumes, CHW, more
-channels) through the NumPy filter below, which computes the same sums.
+channels) through the NumPy filter below: the same taps and border, but H first where
+OpenCV goes W first, so float results may differ in the last bit (integer ones, rarely, by 1).
 """
 
 from __future__ import annotations

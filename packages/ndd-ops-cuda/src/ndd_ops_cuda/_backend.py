@@ -67,6 +67,9 @@ class CudaBackend:
         self._lock = threading.Lock()
         self._checked: tuple[bool, str | None] | None = None
         self._streams: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # The torch streams of user streams (ndd.Stream) run on, per device: consumers wait
+        # for them too (see _ready_stream). Few: one per distinct stream a program sets.
+        self._user_streams: dict[int, dict[int, Any]] = {}
         self._np2t: dict[np.dtype, Any] = {}
         self._t2np: dict[Any, np.dtype] = {}
         self._device_count = 0  # CUDA devices seen (checked again only for a higher id)
@@ -160,9 +163,11 @@ class CudaBackend:
         import torch
 
         obj = s._obj
-        s._torch = obj if isinstance(obj, torch.cuda.Stream) else torch.cuda.ExternalStream(
-            s.handle, device=s.device_id)
-        return s._torch
+        ts = obj if isinstance(obj, torch.cuda.Stream) else torch.cuda.ExternalStream(s.handle, device=s.device_id)
+        with self._lock:
+            self._user_streams.setdefault(s.device_id, {}).setdefault(ts.cuda_stream, ts)
+        s._torch = ts
+        return ts
 
     def new_stream(self, device_id: int | None) -> tuple[Any, int]:
         """A new torch CUDA stream and its device (``ndd.stream()``; the current GPU by default)."""
@@ -221,15 +226,15 @@ class CudaBackend:
         """The current context's stream on ``dev``, made to wait for ndd's other streams there.
 
         Data may have been computed under another EvalContext than the one current now
-        (made inside ``with ndd.EvalContext(...)``, or by a capture pipeline thread), so a
-        consumer waits for every ndd stream on the device, not only the current one's
-        (usually there is just one).
+        (made inside ``with ndd.EvalContext(...)``, or by a capture pipeline thread), or on a
+        stream the program set (``ndd.Stream``), so a consumer waits for every stream ndd has
+        run on on the device, not only the current one's (usually there is just one).
         """
         mine = self.stream(None, dev)
         with self._lock:  # another thread may add a context's streams meanwhile
-            every = list(self._streams.values())
-        for per_dev in every:
-            other = per_dev.get(dev)
+            every = [per_dev.get(dev) for per_dev in self._streams.values()]
+            every += list(self._user_streams.get(dev, {}).values())  # set by the program (ndd.Stream)
+        for other in every:
             if other is not None and other.cuda_stream != mine.cuda_stream:
                 self._wait(mine, other)
         return mine

@@ -64,8 +64,10 @@ class Reader(_Node):
     ``**kwargs``; ``batch_size`` is passed to ``next_epoch`` (None: samples);
     ``output_names`` name the outputs (default ``("data", "label")`` for two outputs; a
     reader with named outputs, such as TFRecord, gives its own dict). Each ``reset``
-    starts the next epoch. ``rngs`` (ours): RNGs whose state is saved and restored with the
-    reader's, such as the ones the mapping functions draw from.
+    starts the next epoch, or finishes one left early. ``rngs`` (ours): RNGs whose state is
+    saved and restored with the reader's, such as the ones the mapping functions draw from;
+    the mapping must then run on the thread that calls this node (put a ``Prefetcher`` after
+    the mapper, not between this node and it).
     """
 
     def __init__(self, reader_type: type[_ReaderBase], *, batch_size: int | None,
@@ -120,7 +122,7 @@ class Reader(_Node):
             state = initial_state.get("reader")
             if state is None:
                 raise ValueError("This state has no reader position: it was not saved by "
-                                 "ndd.pytorch.nodes.Reader")
+                                 "ndd.pytorch.nodes.Reader, or its reader had checkpointing disabled")
             missing = set(self._rngs) - set(initial_state.get("rngs", {}))
             if missing:
                 raise ValueError(f"The state has no entry for the RNGs {sorted(missing)}")
@@ -130,7 +132,10 @@ class Reader(_Node):
         self._epoch = iter(self._reader.next_epoch(batch_size=self._batch_size))
 
     def get_state(self) -> dict[str, Any]:
-        """The position after the last batch returned (ours; DALI returns ``{}``)."""
+        """The position after the last batch returned (ours; DALI returns ``{}``). ``{}`` for a
+        reader made with ``enable_checkpointing=False`` (restoring that is an error)."""
+        if not self._reader._checkpointing:
+            return {}
         state: dict[str, Any] = {"reader": str(self._reader.get_state())}
         if self._rngs:
             state["rngs"] = {key: str(rng.get_state()) for key, rng in self._rngs.items()}
