@@ -127,12 +127,24 @@ def shot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
         return _ON_HOST[ctx.op](ctx, inputs, args)
     bd, dt = inputs[0], torch_dtype(npd)
     groups = batch_groups(bd)
-    outs = []
+    # The groups (the samples of a ragged batch) run the Poisson search as one flat tensor, so
+    # that its checks for an early stop wait for the device once per call, not per sample.
+    lams, us, zs, factors = [], [], [], []
     for x, (u, z), (shape, idx) in zip(group_arrays(bd), shot_randoms(ctx, groups), groups):
         dev = x.device
         factor = _up(param(ctx.op, args, "factor", idx, len(shape)), dev)  # a device tensor
         lam = x.to(torch.float32) / factor
         lam = torch.where(torch.isfinite(lam) & (lam > 0), lam, 0.0)
-        k = _poisson(lam.to(torch.float64), _up(u, dev), _up(z, dev))
+        lams.append(lam.to(torch.float64))
+        us.append(_up(u, dev).reshape(-1))
+        zs.append(_up(z, dev).reshape(-1))
+        factors.append(factor)
+    if not lams:
+        return group_result(bd, [])
+    k_all = _poisson(torch.cat([lam.reshape(-1) for lam in lams]), torch.cat(us), torch.cat(zs))
+    outs, start = [], 0
+    for lam, factor in zip(lams, factors):
+        k = k_all[start:start + lam.numel()].reshape(lam.shape)
+        start += lam.numel()
         outs.append(_saturate_cast(k.to(torch.float32) * factor, npd, dt))
     return group_result(bd, outs)
