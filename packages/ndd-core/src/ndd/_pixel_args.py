@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._dispatch import KernelArgs
+from ._reductions import trunc_cast
 from ._saturate import saturate_cast
 from .types import DALIImageType
 
@@ -106,19 +107,7 @@ def x86_cast(values: Any, dtype: Any) -> np.ndarray:
     if dt.kind in "fb":
         with np.errstate(over="ignore"):  # (a float16 overflow gives inf, as in DALI)
             return v.astype(np.float32).astype(dt)
-    t = np.trunc(v)
-
-    def cvt(x: np.ndarray, bits: int) -> np.ndarray:
-        lim = float(2 ** (bits - 1))
-        ok = (x >= -lim) & (x < lim)  # False for NaN
-        return np.where(ok, x, -lim).astype(np.int64)
-
-    if dt == np.uint64:  # below 2**63 (or NaN) directly, else offset by 2**63
-        low = ~(v >= 2.0 ** 63)
-        hi = cvt(t - 2.0 ** 63, 64).view(np.uint64) ^ np.uint64(1 << 63)
-        return np.where(low, cvt(t, 64).view(np.uint64), hi)
-    via64 = dt.itemsize == 8 or dt == np.uint32
-    return cvt(t, 64 if via64 else 32).astype(dt)  # (integer astype wraps)
+    return trunc_cast(v, dt)
 
 
 def lookup_table_array(keys: Sequence[int], values: Sequence[float], default: float,

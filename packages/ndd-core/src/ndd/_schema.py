@@ -51,6 +51,12 @@ class Arg:
         return _PER_SAMPLE_NP.get(self.kind, None)
 
 
+def given(args: Any, name: str) -> bool:
+    """Whether argument ``name`` was passed to a call: a constant, or a Batch of per-sample
+    values (which sits in ``args.batch_args``, with None in ``args[name]``)."""
+    return args.get(name) is not None or name in getattr(args, "batch_args", {})
+
+
 def _type_error(op: str, name: str, expected: str, value: Any) -> TypeError:
     return TypeError(
         f"Operator `{op}`: argument '{name}' expects {expected}, got {type(value).__name__} {value!r}"

@@ -12,7 +12,6 @@ here is None and the doc string says what "not set" does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from . import _dtype
 from ._schema import (
@@ -28,6 +27,7 @@ from ._schema import (
     Arg,
     OpSchema,
     OutMeta,
+    given,
 )
 from .types import DALIImageType, DALIInterpType
 
@@ -94,10 +94,10 @@ def _window_size(op: str, args: dict, names: tuple[str, ...]) -> None:
                 f"Operator `{op}`: argument 'crop' cannot be combined with {'/'.join(names)}"
             )
     _non_negative(op, args, "crop", *names)
-    given = [n for n in names if args.get(n)]
-    if given and len(given) != len(names):
+    present = [n for n in names if args.get(n)]
+    if present and len(present) != len(names):
         raise ValueError(f"Operator `{op}`: arguments {' and '.join(repr(n) for n in names)} must be "
-                         f"given together (as in DALI), got only {given[0]!r}")
+                         f"given together (as in DALI), got only {present[0]!r}")
 
 
 # -- decoders ---------------------------------------------------------------------
@@ -199,23 +199,18 @@ _SLICE_WINDOW_ARGS = ("start", "end", "shape", "rel_start", "rel_end", "rel_shap
                       "normalized_anchor", "normalized_shape")
 
 
-def _given(args: Any, name: str) -> bool:
-    """Whether argument ``name`` was passed: a constant, or a Batch of per-sample values."""
-    return args.get(name) is not None or name in getattr(args, "batch_args", {})
-
-
 def _image_slice_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
-    given = [n for n in _SLICE_WINDOW_ARGS[:6] if _given(args, n)]
+    window = [n for n in _SLICE_WINDOW_ARGS[:6] if given(args, n)]
     n_in = sum(x is not None for x in inputs)
-    if n_in == 3 and given:
-        raise _err("decoders.image_slice", given[0], "cannot be combined with the anchor and shape inputs")
-    if n_in == 2 or (n_in == 1 and not given):
+    if n_in == 3 and window:
+        raise _err("decoders.image_slice", window[0], "cannot be combined with the anchor and shape inputs")
+    if n_in == 2 or (n_in == 1 and not window):
         raise ValueError("Operator `decoders.image_slice`: give the window as arguments (start/end, "
                          "start/shape, rel_start/rel_shape, ...) or as both the anchor and the shape "
-                         f"inputs; got {n_in} input(s) and {len(given)} window argument(s)")
-    if _given(args, "start") and _given(args, "rel_start"):
+                         f"inputs; got {n_in} input(s) and {len(window)} window argument(s)")
+    if given(args, "start") and given(args, "rel_start"):
         raise ValueError("Operator `decoders.image_slice`: arguments 'start' and 'rel_start' are mutually exclusive")
-    if sum(_given(args, n) for n in ("end", "rel_end", "shape", "rel_shape")) > 1:
+    if sum(given(args, n) for n in ("end", "rel_end", "shape", "rel_shape")) > 1:
         raise ValueError("Operator `decoders.image_slice`: only one of 'end', 'rel_end', 'shape' and "
                          "'rel_shape' can be given")
     return _decoder_infer(inputs, args)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _dtype
-from ._schema import BOOL, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta
+from ._schema import BOOL, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta, given
 
 _PKG = "ndd-ops-cpu"
 _OP = "random_bbox_crop"
@@ -22,11 +22,6 @@ _BOX_LAYOUTS = ("xyXY", "xyWH", "xyzXYZ", "xyzWHD")
 
 def _err(name: str, msg: str) -> ValueError:
     return ValueError(f"Operator `{_OP}`: argument '{name}' {msg}")
-
-
-def _given(args: Any, name: str) -> bool:
-    """Whether ``name`` was passed: a constant, or a Batch of per-sample values."""
-    return args.get(name) is not None or name in getattr(args, "batch_args", {})
 
 
 def _check_ranges(name: str, vals: tuple, sizes: tuple[int, ...]) -> None:
@@ -87,11 +82,11 @@ def _infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
     if labels is not None and (labels.dtype != _dtype.int32 or labels.ndim < 1):
         raise ValueError(f"Operator `{_OP}`: input 'labels' must be int32 with one row per box "
                          f"(at least 1-D), got {labels.ndim}-D {labels.dtype}")
-    if _given(args, "crop_shape"):
-        if not _given(args, "input_shape"):
+    if given(args, "crop_shape"):
+        if not given(args, "input_shape"):
             raise _err("input_shape", "must be given with 'crop_shape'")
         for name in ("scaling", "aspect_ratio"):
-            if _given(args, name):
+            if given(args, name):
                 raise _err(name, "cannot be given with 'crop_shape'")
         if args["allow_no_crop"]:
             raise _err("allow_no_crop", "must be False with 'crop_shape' (its default is True)")

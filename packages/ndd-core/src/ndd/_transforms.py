@@ -19,7 +19,7 @@ import numpy as np
 from . import _dtype
 from ._dispatch import KernelArgs, KernelContext
 from ._saturate import saturate_cast
-from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, Arg, OpSchema, OutMeta
+from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, Arg, OpSchema, OutMeta, given
 from ._storage import BatchData
 
 
@@ -141,12 +141,12 @@ def _output(ctx: KernelContext, mats: list[np.ndarray]) -> Any:
 
 def _transform_kernel(op: str, make: Callable[[KernelArgs, int], np.ndarray]) -> Callable:
     def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-        given = inputs[0] if inputs and inputs[0] is not None else None
+        matrix_in = inputs[0] if inputs and inputs[0] is not None else None
         out = []
         for i in range(ctx.batch_size):
             t = make(args, i)
-            if given is not None:
-                m = _matrix_input(op, given.sample(i), i)
+            if matrix_in is not None:
+                m = _matrix_input(op, matrix_in.sample(i), i)
                 if m.shape != t.shape:
                     raise ValueError(f"Operator `{op}`: the input is a {m.shape[0]}D transform, this one "
                                      f"{t.shape[0]}D (sample {i})")
@@ -223,8 +223,8 @@ def _coord_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     dt = args["dtype"] if args["dtype"] is not None else _dtype.float32
     if dt not in (_dtype.float32, m.dtype):
         raise _err("coord_transform", "dtype", f"must be float32 or the input's type ({m.dtype}), got {dt}")
-    given = {k for k in ("MT", "M", "T") if args.get(k) is not None or k in getattr(args, "batch_args", {})}
-    if "MT" in given and given & {"M", "T"}:
+    passed = {k for k in ("MT", "M", "T") if given(args, k)}
+    if "MT" in passed and passed & {"M", "T"}:
         raise ValueError("Operator `coord_transform`: 'MT' cannot be combined with 'M' or 'T'")
     return [OutMeta(dt, m.ndim, m.layout)]
 

@@ -13,13 +13,11 @@ import numpy as np
 
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
+from ._common import sample_name
+
 _F32 = np.float32
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
-
-
-def _where(ctx: KernelContext, bd: BatchData, i: int) -> str:
-    return bd.describe(i) if ctx.is_batch else "the input"
 
 
 def _flags(ctx: KernelContext, args: KernelArgs, name: str, n: int) -> np.ndarray:
@@ -40,7 +38,7 @@ def _flags(ctx: KernelContext, args: KernelArgs, name: str, n: int) -> np.ndarra
 def _check_flip_shape(ctx: KernelContext, bd: BatchData, i: int, shape: tuple[int, ...]) -> None:
     if shape[-1] == 4 or (len(shape) == 1 and shape[0] % 4 == 0):
         return
-    raise ValueError(f"Operator `{ctx.op}`: {_where(ctx, bd, i)} must hold boxes of 4 values, shape (N, 4) "
+    raise ValueError(f"Operator `{ctx.op}`: {sample_name(ctx, bd, i)} must hold boxes of 4 values, shape (N, 4) "
                      f"(3-D boxes are not supported), got shape {shape}")
 
 
@@ -120,10 +118,10 @@ def _box_encoder_inputs(ctx: KernelContext, inputs: list[BatchData], i: int) -> 
     bb, lb = inputs
     boxes, labels = np.asarray(bb.sample(i)), np.asarray(lb.sample(i))
     if boxes.ndim != 2 or boxes.shape[1] != 4:
-        raise ValueError(f"Operator `{ctx.op}`: bboxes of {_where(ctx, bb, i)} must have shape (N, 4), "
+        raise ValueError(f"Operator `{ctx.op}`: bboxes of {sample_name(ctx, bb, i)} must have shape (N, 4), "
                          f"got {boxes.shape}")
     if labels.shape not in ((len(boxes),), (len(boxes), 1)):
-        raise ValueError(f"Operator `{ctx.op}`: labels of {_where(ctx, lb, i)} must have shape "
+        raise ValueError(f"Operator `{ctx.op}`: labels of {sample_name(ctx, lb, i)} must have shape "
                          f"({len(boxes)},) or ({len(boxes)}, 1), one per box, got {labels.shape}")
     return boxes, labels.reshape(-1)
 

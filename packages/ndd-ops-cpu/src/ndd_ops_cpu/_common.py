@@ -8,7 +8,7 @@ from typing import TypeVar
 import cv2
 import numpy as np
 
-from ndd.plugins import KernelContext, saturate_cast
+from ndd.plugins import BatchData, KernelContext, saturate_cast
 from ndd.types import DALIInterpType
 
 T = TypeVar("T")
@@ -58,3 +58,8 @@ CV_INTERP = {
     DALIInterpType.INTERP_NN: cv2.INTER_NEAREST,
     DALIInterpType.INTERP_LINEAR: cv2.INTER_LINEAR,
 }
+
+
+def sample_name(ctx: KernelContext, bd: BatchData, i: int) -> str:
+    """How an error names sample ``i``: its description in a batch, "the input" otherwise."""
+    return bd.describe(i) if ctx.is_batch else "the input"

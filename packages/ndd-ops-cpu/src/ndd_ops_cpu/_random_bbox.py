@@ -51,6 +51,8 @@ import numpy as np
 
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
+from ._common import sample_name
+
 _F32 = np.float32
 _MAX_ATTEMPTS = 1_000_000
 _FIRST_BLOCK, _MAX_BLOCK = 64, 4096
@@ -297,10 +299,6 @@ def _sample(op: str, s: _Setup, raw: np.ndarray, rng: Any, in_shape: np.ndarray 
     return np.array(pick.out_anchor, _F32), np.array(pick.out_shape, _F32), out, idx
 
 
-def _where(ctx: KernelContext, bd: BatchData, i: int) -> str:
-    return bd.describe(i) if ctx.is_batch else "the input"
-
-
 def random_bbox_crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """Pick each sample's window and crop its boxes (see the module docstring)."""
     from ndd.random import RNG
@@ -314,15 +312,15 @@ def random_bbox_crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kern
     for i, sh in enumerate(shapes):
         if sh[1] not in (4, 6):
             raise ValueError(f"Operator `{op}`: boxes must have 4 (2-D) or 6 (3-D) coordinates, got {sh[1]} "
-                             f"({_where(ctx, boxes_bd, i)})")
+                             f"({sample_name(ctx, boxes_bd, i)})")
         if sh[1] != ncoords:
             raise ValueError(f"Operator `{op}`: every sample's boxes must have {ncoords} coordinates, got "
-                             f"{sh[1]} ({_where(ctx, boxes_bd, i)})")
+                             f"{sh[1]} ({sample_name(ctx, boxes_bd, i)})")
     s = _setup(op, args, ncoords)
     seeds = RNG.from_words(ctx.random_state).draw_words(7 * n).reshape(n, 7)
     anchors, crop_shapes, out_boxes, out_labels, out_idx = [], [], [], [], []
     for i in range(n):
-        where = _where(ctx, boxes_bd, i)
+        where = sample_name(ctx, boxes_bd, i)
         raw = np.asarray(boxes_bd.sample(i))
         labels = None if labels_bd is None else np.asarray(labels_bd.sample(i))
         if labels is not None and labels.shape[0] != len(raw):
