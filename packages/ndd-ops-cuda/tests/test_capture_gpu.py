@@ -537,6 +537,40 @@ def test_the_gpu_part_on_the_loops_thread(lmdb_path, graphs):
 
 
 @pytest.mark.requires_cuda
+def test_on_the_loops_thread_the_graph_replays_on_the_loops_stream(lmdb_path):
+    """set_gpu_thread(False) with a device graph: each step replays on the stream current on
+    the loop's thread, behind the work already queued there (a long sleep kernel before each
+    step). A consumer on another stream still waits for the replay (it reads eager
+    results), and the stream is among those consumers wait for."""
+    import torch
+
+    from ndd_ops_cuda._backend import BACKEND
+
+    other = torch.cuda.Stream()
+
+    def body(jpegs, labels, rng):
+        torch.cuda._sleep(20_000_000)  # queued on the loop's stream before this step's GPU work
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        labels = ndd.cast(ndd.squeeze(labels.gpu(), axes=0), dtype=ndd.int64)
+        with torch.cuda.stream(other):
+            late = images.torch().clone(), labels.torch().clone()
+        other.synchronize()
+        return images.torch(), labels.torch(), *late
+
+    eager = eager_run(lmdb_path, body)
+    ndd.capture.set_gpu_thread(False)
+    try:
+        captured = graphed_run(lmdb_path, body)
+    finally:
+        ndd.capture.set_gpu_thread(True)
+    assert_same(eager, captured)
+    graph = captured[2]
+    assert graph is not None and graph.stats.replayed >= 8 and graph.session.on_caller_stream
+    loops_stream = torch.cuda.current_stream().cuda_stream
+    assert loops_stream in BACKEND._user_streams[0]
+
+
+@pytest.mark.requires_cuda
 def test_a_capture_leaves_other_threads_work_on_the_contexts_stream_alone():
     """While a pipeline thread captures a device graph, the training thread hands batches of
     the same EvalContext to torch (which records events on the context's stream) and runs

@@ -262,6 +262,11 @@ class _FakeCudaC:
 class _FakeStream:
     def __init__(self, stream_id: int, device_index: int) -> None:
         self.stream_id, self.device_index, self.device_type = stream_id, device_index, 1
+        self.cuda_stream = 1000 + stream_id  # the raw handle
+        self.waited: list = []  # events waited for (wait_event)
+
+    def wait_event(self, ev: object) -> None:
+        self.waited.append(ev)
 
 
 @pytest.mark.parametrize("start_device", [0, 1])
@@ -283,6 +288,51 @@ def test_on_stream_restores_the_threads_device_and_streams(monkeypatch, start_de
             assert fake.device == 0 and fake.current[0] == (43, 0, 1)
         assert fake.device == 1 and fake.current[1] == (42, 1, 1)
     assert (fake.device, fake.current) == before
+
+
+def test_a_consumer_waits_again_only_after_ndd_ran_on_the_stream(monkeypatch):
+    """A consumer's wait for ndd's stream (``only_new``, as .torch() makes it) is skipped when no
+    OnStream block has ended on that stream since this thread's last wait for the pair (the
+    labels after the images of one step); any block in between, from any thread, brings it
+    back; a wait for a stream the program itself filled (``only_new=False``) always happens."""
+    from ndd_ops_cuda._backend import OnStream
+
+    fake = _FakeCudaC()
+    for name in ("_cuda_getDevice", "_cuda_getCurrentStream", "_cuda_setStream"):
+        monkeypatch.setattr(torch._C, name, getattr(fake, name), raising=False)
+    recorded = []
+
+    class FakeEvent:
+        def record(self, stream: object) -> None:
+            recorded.append(stream)
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(BACKEND, "_waits", threading.local())
+    ndd_stream, consumer = _FakeStream(11, 0), _FakeStream(12, 0)
+
+    def run_on_ndd_stream() -> None:
+        with OnStream(ndd_stream):
+            pass
+
+    run_on_ndd_stream()
+    BACKEND._wait(consumer, ndd_stream, only_new=True)
+    assert len(consumer.waited) == 1 and recorded == [ndd_stream]
+    BACKEND._wait(consumer, ndd_stream, only_new=True)  # nothing new: no second wait
+    assert len(consumer.waited) == 1
+    t = threading.Thread(target=run_on_ndd_stream)  # another thread's work counts too
+    t.start()
+    t.join()
+    BACKEND._wait(consumer, ndd_stream, only_new=True)
+    assert len(consumer.waited) == 2
+    other = _FakeStream(13, 0)  # another consumer stream has not waited yet
+    BACKEND._wait(other, ndd_stream, only_new=True)
+    assert len(other.waited) == 1
+    BACKEND._wait(consumer, ndd_stream)  # not only_new: always
+    assert len(consumer.waited) == 3
+    never_used = _FakeStream(14, 0)  # no OnStream block ever: always waited for
+    BACKEND._wait(consumer, never_used, only_new=True)
+    BACKEND._wait(consumer, never_used, only_new=True)
+    assert len(consumer.waited) == 5
 
 
 @pytest.mark.requires_cuda

@@ -741,9 +741,9 @@ class CaptureLoop:
                 self.device_nodes = [n for n in self.nodes if n.id not in host]
                 self.staged_ids = staged
                 if self.device_nodes:
-                    graph = self._device_graph(processes)
-                    compute = self.compute_device_part if graph is None else graph.compute
                     on_thread = _settings["gpu_thread"]
+                    graph = self._device_graph(processes, on_thread)
+                    compute = self.compute_device_part if graph is None else graph.compute
                     self.worker = SplitWorker(processes, compute, self.depth) if on_thread \
                         else OnLoopThread(processes, compute)
                     self.report.worker = (
@@ -762,9 +762,11 @@ class CaptureLoop:
         self.worker = Worker(source, self.compute, self.depth, self.ctx.num_threads)
         self.report.worker = self.report.worker or "threads"
 
-    def _device_graph(self, processes: ProcessWorker) -> DeviceGraph | None:
+    def _device_graph(self, processes: ProcessWorker, on_thread: bool) -> DeviceGraph | None:
         """A device graph for the GPU part of a split pipeline, when every operator there is
-        graphable and the device backend makes graphs (None otherwise)."""
+        graphable and the device backend makes graphs (None otherwise). Without a thread of
+        its own (``on_thread`` False) it replays on the loop thread's current stream, where
+        the training consumes its outputs."""
         if not _settings["graphs"] or not all(n.plan.graphable for n in self.device_nodes):
             return None
         devices = {n.plan.device for n in self.device_nodes}
@@ -775,7 +777,7 @@ class CaptureLoop:
         make = getattr(backend, "graph_session", None)
         if make is None:
             return None
-        return DeviceGraph(self, make(dev.device_id or 0, self.ctx), processes)
+        return DeviceGraph(self, make(dev.device_id or 0, self.ctx, on_caller_stream=not on_thread), processes)
 
     def restart_source(self) -> None:
         """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and

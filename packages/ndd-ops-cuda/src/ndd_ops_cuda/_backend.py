@@ -67,8 +67,9 @@ class CudaBackend:
         self._lock = threading.Lock()
         self._checked: tuple[bool, str | None] | None = None
         self._streams: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        # The torch streams of user streams (ndd.Stream) run on, per device: consumers wait
-        # for them too (see _ready_stream). Few: one per distinct stream a program sets.
+        # The torch streams of user streams (ndd.Stream) run on, and of the streams device
+        # graphs replayed on (caller_stream), per device, by raw handle: consumers wait for
+        # them too (see _ready_stream). Few: one per distinct stream a program uses.
         self._user_streams: dict[int, dict[int, Any]] = {}
         self._np2t: dict[np.dtype, Any] = {}
         self._t2np: dict[Any, np.dtype] = {}
@@ -216,11 +217,43 @@ class CudaBackend:
         for s in streams:
             s.synchronize()
 
-    def graph_session(self, device_id: int, ctx: EvalContext) -> Any:
-        """A device graph for capture mode on ``ctx``'s stream (ours; see ``_graph``)."""
+    def graph_session(self, device_id: int, ctx: EvalContext, on_caller_stream: bool = False) -> Any:
+        """A device graph for capture mode (ours; see ``_graph``), replayed on ``ctx``'s stream,
+        or with ``on_caller_stream`` on the stream current on the replaying thread."""
         from ._graph import GraphSession
 
-        return GraphSession(device_id, ctx)
+        return GraphSession(device_id, ctx, on_caller_stream)
+
+    def _ndd_streams(self, dev: int) -> list:
+        """Every stream ndd has run on on ``dev``: the contexts' own, and those the program
+        set (``ndd.Stream``) or a device graph replayed on (see ``caller_stream``)."""
+        with self._lock:  # another thread may add a context's streams meanwhile
+            every = [per_dev.get(dev) for per_dev in self._streams.values()]
+            every += list(self._user_streams.get(dev, {}).values())
+        return [s for s in every if s is not None]
+
+    def caller_stream(self, dev: int) -> Any:
+        """torch's current stream on ``dev`` on this thread (see ``caller_stream_unnoted``),
+        kept among the streams consumers wait for: ndd work is about to run on it."""
+        s = self.caller_stream_unnoted(dev)
+        if s.cuda_stream not in self._user_streams.get(dev, ()):
+            with self._lock:
+                self._user_streams.setdefault(dev, {}).setdefault(s.cuda_stream, s)
+        return s
+
+    def caller_stream_unnoted(self, dev: int) -> Any:
+        """torch's current stream on ``dev`` on this thread, as a torch Stream kept per raw
+        handle: ``torch.cuda.current_stream()`` builds a new object on every call."""
+        import torch
+
+        raw = torch._C._cuda_getCurrentRawStream(dev)
+        streams = getattr(self._waits, "streams", None)
+        if streams is None:
+            streams = self._waits.streams = {}
+        s = streams.get((dev, raw))
+        if s is None:
+            s = streams[(dev, raw)] = torch.cuda.current_stream(dev)
+        return s
 
     def _ready_stream(self, dev: int) -> Any:
         """The current context's stream on ``dev``, made to wait for ndd's other streams there.
@@ -231,27 +264,37 @@ class CudaBackend:
         run on on the device, not only the current one's (usually there is just one).
         """
         mine = self.stream(None, dev)
-        with self._lock:  # another thread may add a context's streams meanwhile
-            every = [per_dev.get(dev) for per_dev in self._streams.values()]
-            every += list(self._user_streams.get(dev, {}).values())  # set by the program (ndd.Stream)
-        for other in every:
-            if other is not None and other.cuda_stream != mine.cuda_stream:
-                self._wait(mine, other)
+        for other in self._ndd_streams(dev):
+            if other.cuda_stream != mine.cuda_stream:
+                self._wait(mine, other, only_new=True)
         return mine
 
-    def _wait(self, waiter: Any, waited: Any) -> None:
+    def _wait(self, waiter: Any, waited: Any, only_new: bool = False) -> None:
         """``waiter.wait_stream(waited)`` through an event kept per pair of streams and thread.
 
         ``wait_stream`` makes an event each time, whose Python object and CUDA event cost more
         than the wait itself (twice a step when a loop hands out images and labels). Recording
         the kept event again is safe: a wait already queued keeps the point it was given.
+
+        ``only_new``: skip the wait when ndd has run nothing on ``waited`` since this thread's
+        last wait for the pair (see :class:`OnStream`), as when a loop hands out the images and
+        then the labels of one step. Only for streams whose work that matters is ndd's own:
+        work the program queues itself leaves no mark.
         """
         import torch
 
+        key = (waiter.cuda_stream, waited.cuda_stream)
+        if only_new:
+            stamp = _last_block.get(key[1])  # read before the event is recorded (see OnStream)
+            seen = getattr(self._waits, "seen", None)
+            if seen is None:
+                seen = self._waits.seen = {}
+            if stamp is not None and seen.get(key) is stamp:
+                return
+            seen[key] = stamp
         events = getattr(self._waits, "events", None)
         if events is None:
             events = self._waits.events = {}
-        key = (waiter.cuda_stream, waited.cuda_stream)
         ev = events.get(key)
         if ev is None:
             ev = events[key] = torch.cuda.Event()
@@ -259,23 +302,19 @@ class CudaBackend:
         waiter.wait_event(ev)
 
     def _consumer_waits(self, arr: Any) -> None:
-        """Make torch's current stream wait for ndd's streams before it touches ``arr``."""
-        import torch
-
+        """Make torch's current stream wait for ndd's streams before it touches ``arr``: each
+        of them directly (see ``_ready_stream`` for which), and only for what ndd ran there
+        since this thread's last wait (``_wait``'s ``only_new``): handing out the labels after
+        the images of one step costs no second wait."""
         dev = arr.device.index
-        mine = self._ready_stream(dev)
-        # The raw handle first: torch.cuda.current_stream() builds a Stream object each call,
-        # and usually the consumer is not ndd's stream (the torch Stream is kept per handle).
-        raw = torch._C._cuda_getCurrentRawStream(dev)
-        if raw == mine.cuda_stream:
-            return
-        streams = getattr(self._waits, "streams", None)
-        if streams is None:
-            streams = self._waits.streams = {}
-        current = streams.get((dev, raw))
-        if current is None:
-            current = streams[(dev, raw)] = torch.cuda.current_stream(dev)
-        self._wait(current, mine)
+        current = self.caller_stream_unnoted(dev)
+        raw = current.cuda_stream
+        mine = self.stream(None, dev)
+        if mine.cuda_stream != raw:
+            self._wait(current, mine, only_new=True)
+        for other in self._ndd_streams(dev):
+            if other.cuda_stream not in (raw, mine.cuda_stream):
+                self._wait(current, other, only_new=True)
         arr.record_stream(current)  # the allocator must not reuse it while `current` reads it
 
     # -- dtypes ------------------------------------------------------------------
@@ -493,6 +532,15 @@ class CudaBackend:
         return d
 
 
+# The mark of the last OnStream block left on each stream (by raw handle): a fresh object per
+# block, so a wait can tell whether ndd ran anything on a stream since (CudaBackend._wait).
+# Set when a block ends, after its work was queued: a consumer that reads the mark before
+# recording its event has that work behind the event. Written from several threads: each
+# write is one dict store under the interpreter lock, and a fresh object never equals an
+# older mark.
+_last_block: dict[int, object] = {}
+
+
 class OnStream:
     """``torch.cuda.stream(s)``: ``s`` current on this thread for a block, then the thread's
     device and streams as they were.
@@ -501,7 +549,7 @@ class OnStream:
     context manager makes about twenty Python calls per use (device lookups, Stream and device
     objects), tens of µs on a busy host. This makes three or four calls to the functions of
     torch's C module that torch.cuda's own stream functions call; setting a stream also makes
-    its device current.
+    its device current. Every block leaves a mark on its stream (``_last_block``).
     """
 
     __slots__ = ("_s", "_src", "_dst")
@@ -523,6 +571,7 @@ class OnStream:
     def __exit__(self, *exc: Any) -> None:
         import torch
 
+        _last_block[self._s.cuda_stream] = object()
         for sid, dev, kind in ((self._dst, self._src) if self._dst is not None else (self._src,)):
             torch._C._cuda_setStream(stream_id=sid, device_index=dev, device_type=kind)
 

@@ -129,15 +129,31 @@ class _Arena:
         return flat.as_strided(shape, strides, offset)
 
     def pack(self, buf: Any, outputs: dict) -> None:
-        """Copy ``outputs`` into their places in ``buf`` (inside the graph: replays do it)."""
-        views: dict = {}
+        """Copy ``outputs`` into their places in ``buf`` (inside the graph: replays do it).
+
+        One ``torch._foreach_copy_`` over the bytes of every output: on CUDA that is one or
+        a few kernels for all of them (a step's outputs include every intermediate batch), so
+        each replay launches fewer graph nodes than one copy per output would."""
+        import torch
+
+        dst, src = [], []
+
+        def add(x: Any, slot: tuple) -> None:
+            n = x.numel() * x.element_size()
+            if n:
+                at = slot[3] * x.element_size()  # the slot's offset, in elements
+                dst.append(buf[at:at + n])
+                src.append(x.contiguous().view(-1).view(torch.uint8))
+
         for key, bds in outputs.items():
             for bd, (dense, slots) in zip(bds, self.layout[key]):
                 if dense:
-                    self._view(buf, views, slots).copy_(bd.dense)
+                    add(bd.dense, slots)
                 else:
                     for x, slot in zip(bd.samples, slots):
-                        self._view(buf, views, slot).copy_(x)
+                        add(x, slot)
+        if dst:
+            torch._foreach_copy_(dst, src)
 
     def unpack(self, buf: Any) -> dict:
         """``{key: [BatchData]}`` of views of ``buf`` (a copy of the arena), each made when
@@ -155,11 +171,16 @@ class _Arena:
 
 class GraphSession:
     """One device graph of a capture loop: captured on a private stream, replayed on the
-    stream of its EvalContext."""
+    stream of its EvalContext, or with ``on_caller_stream`` on the stream current on the
+    replaying thread (when the loop's own thread replays it as it takes each step: its
+    training consumes the outputs there, so they need no wait between streams and their
+    memory no cross-stream bookkeeping). A stream set for the context
+    (``EvalContext(cuda_stream=...)``, ``ndd.set_current_stream``) is used either way."""
 
-    def __init__(self, device_id: int, ctx: EvalContext) -> None:
+    def __init__(self, device_id: int, ctx: EvalContext, on_caller_stream: bool = False) -> None:
         self.device_id = device_id
         self.ctx = ctx
+        self.on_caller_stream = on_caller_stream
         self.emulated = BACKEND.emulated
         self._graph: Any = None
         self._fn: Callable[[list], Any] | None = None
@@ -243,6 +264,8 @@ class GraphSession:
         if err is not None:  # the kernel's own error, rather than the invalidated capture's
             raise err
         self._graph = graph
+        if self.on_caller_stream:  # constants the graph reads were made on `home`
+            home.synchronize()
         # The replays' copies from the pinned inputs are not known to torch's host allocator
         # (it tracks copies by events, which a capture cannot record), so the buffers must not
         # go back to it before the last replay has read them.
@@ -288,8 +311,13 @@ class GraphSession:
         self._arena.pack(self._buf, outputs)
         return self._arena.unpack(self._buf.clone()) if self.emulated else None
 
+    def _replay_stream(self) -> Any:
+        if self.on_caller_stream and self.ctx._explicit_stream(self.device_id) is None:
+            return BACKEND.caller_stream(self.device_id)
+        return BACKEND.stream(self.ctx, self.device_id)
+
     def _replay(self) -> Any:
-        stream = BACKEND.stream(self.ctx, self.device_id)
+        stream = self._replay_stream()
         with OnStream(stream):
             self._graph.replay()
             assert self._arena is not None
