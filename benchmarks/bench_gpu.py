@@ -5,9 +5,10 @@
   decoders.image GRAY → random rotation → crop_mirror_normalize → MLP + SGD), eager and
   captured, preprocessing on the CPU and on the GPU (the model on the GPU in all), the
   captured GPU loop on threads and split across worker processes (the default), its GPU part
-  kernel by kernel and as one device graph (the default), on a thread of its own (the
-  default) and on the loop's thread; those two rows run ``--repeat`` times, interleaved,
-  and the table gives their median and each run.
+  kernel by kernel (on a thread of its own, the default there) and as one device graph (the
+  default), on a thread of its own and on the loop's thread (the default for a graph);
+  those two rows run ``--repeat`` times, interleaved, and the table gives their median and
+  each run.
   The tutorial's figures for DALI on its GPU: 25,713 samples/s eager, 41,392 captured.
 * The CPU cost of each operator call of the tutorial's GPU step.
 * decoders.image on batches of 256x256 RGB JPEGs, images/s: the CPU decoder
@@ -324,7 +325,7 @@ def profile_loops(data: pathlib.Path, out: pathlib.Path) -> None:
             mnist_loop(data, "gpu", capture, 2)
         finally:
             mnist_loop_profiler = None
-            ndd.capture.set_gpu_thread(True)
+            ndd.capture.set_gpu_thread(None)
         path = out / f"profile-gpu-{name}.txt"
         with open(path, "w") as f:
             st = pstats.Stats(prof, stream=f)
@@ -442,8 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             name += " (pipeline on threads)" if processes == 0 else f" ({procs} worker processes)"
             if device == "gpu" and processes != 0:
                 name += ", GPU part as one device graph" if graphs else ", GPU part kernel by kernel"
-                if graphs == "loop":
-                    name += " on the loop's thread"
+                if graphs:
+                    name += " on the loop's thread" if graphs == "loop" else " on a thread of its own"
         ndd.capture.set_worker_processes(processes)
         ndd.capture.set_device_graphs(bool(graphs))
         ndd.capture.set_gpu_thread(graphs != "loop")
@@ -455,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             ndd.capture.set_worker_processes(None)
             ndd.capture.set_device_graphs(True)
-            ndd.capture.set_gpu_thread(True)
+            ndd.capture.set_gpu_thread(None)
         results.setdefault((name, mode), []).append(got)
         print(f"  {name}: {line}", flush=True)
         rep = ndd.capture.report() if capture else None

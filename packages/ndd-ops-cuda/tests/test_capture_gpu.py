@@ -59,7 +59,7 @@ def run(path, capture):
 @pytest.mark.parametrize("processes", [0, 2])
 def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
     """On threads, and split: the reader, the decoding and the angles in 2 processes, the
-    GPU part on a thread here."""
+    GPU part, one device graph, on the loop's thread (the default for a graph)."""
     eager = run(lmdb_path, False)
     ndd.capture.set_worker_processes(processes)
     try:
@@ -79,8 +79,8 @@ def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
     assert all(s.eager == 1 and s.replayed == 9 for s in report.sites), str(report)
     if processes:
         assert report.worker == ("2 process(es) for the reader, 1 host operator(s) and the host stage of 1 GPU "
-                                 "operator(s); a thread for the 6 on the GPU; the GPU part replayed as one "
-                                 "device graph")
+                                 "operator(s); the 6 on the GPU on the loop's thread; the GPU part replayed "
+                                 "as one device graph")
     else:
         assert report.worker == "threads"
 
@@ -234,7 +234,7 @@ def test_resume_a_split_gpu_loop_from_a_mid_epoch_state(lmdb_path):
         worker = ndd.capture.report().worker
     finally:
         ndd.capture.set_worker_processes(None)
-    assert "a thread for the 6 on the GPU" in worker
+    assert "the 6 on the GPU on the loop's thread" in worker
     got = first + rest
     assert len(got) == len(ref) == 10
     for (ia, la), (ib, lb) in zip(ref, got):
@@ -242,9 +242,11 @@ def test_resume_a_split_gpu_loop_from_a_mid_epoch_state(lmdb_path):
         np.testing.assert_array_equal(la, lb)
 
 
-def test_dropping_the_reader_of_a_split_loop_stops_its_thread_and_processes(lmdb_path):
+@pytest.mark.parametrize("gpu_thread", [True, None])
+def test_dropping_the_reader_of_a_split_loop_stops_its_thread_and_processes(lmdb_path, gpu_thread):
     """The pipeline outlives a ``break`` (the next epoch reuses it) but not its reader: once the
-    reader is dropped, the pipeline thread parks and the worker processes are closed."""
+    reader is dropped, the pipeline thread (with a thread for the GPU part) parks and the
+    worker processes are closed."""
     import gc
     import threading
     import time
@@ -254,6 +256,7 @@ def test_dropping_the_reader_of_a_split_loop_stops_its_thread_and_processes(lmdb
 
     before = set(pipeline_threads())
     ndd.capture.set_worker_processes(2)
+    ndd.capture.set_gpu_thread(gpu_thread)
     try:
         reader = ndd.readers.Caffe2(path=lmdb_path)
         rng = ndd.random.RNG(1)
@@ -261,9 +264,11 @@ def test_dropping_the_reader_of_a_split_loop_stops_its_thread_and_processes(lmdb
             preprocess(jpegs, labels, rng)
             if i == 2:
                 procs = reader._capture_loop.worker._processes._procs[:]
+                assert bool(set(pipeline_threads()) - before) == bool(gpu_thread)
                 break
     finally:
         ndd.capture.set_worker_processes(None)
+        ndd.capture.set_gpu_thread(None)
     del reader, jpegs, labels
     deadline = time.time() + 15
     while time.time() < deadline and (any(p.poll() is None for p in procs) or set(pipeline_threads()) - before):
@@ -519,21 +524,34 @@ def test_a_constant_made_inside_the_capture_switches_the_graph_off(lmdb_path, mo
         "device graph)"), ndd.capture.report().worker
 
 
-@pytest.mark.parametrize("graphs", [True, False])
-def test_the_gpu_part_on_the_loops_thread(lmdb_path, graphs):
-    """ndd.capture.set_gpu_thread(False): the loop's thread computes the GPU part of each
-    step when it takes it (from the graph, or kernel by kernel); eager results."""
+@pytest.mark.parametrize(("gpu_thread", "graphs", "on_loops_thread"), [
+    (False, True, True), (False, False, True), (True, True, False), (True, False, False),
+    (None, True, True), (None, False, False)])
+def test_the_gpu_part_on_the_loops_thread(lmdb_path, gpu_thread, graphs, on_loops_thread):
+    """ndd.capture.set_gpu_thread: False, the loop's thread computes the GPU part of each step
+    when it takes it (from the graph, or kernel by kernel); True, a thread of its own; None
+    (the default), the loop's thread for a device graph and a thread kernel by kernel. Eager
+    results in every case."""
     eager = eager_run(lmdb_path, preprocess)
-    ndd.capture.set_gpu_thread(False)
+    ndd.capture.set_gpu_thread(gpu_thread)
     try:
         captured = graphed_run(lmdb_path, preprocess, graphs=graphs)
         worker = ndd.capture.report().worker
     finally:
-        ndd.capture.set_gpu_thread(True)
+        ndd.capture.set_gpu_thread(None)
     assert_same(eager, captured)
-    assert "the 6 on the GPU on the loop's thread" in worker, worker
+    assert ("the 6 on the GPU on the loop's thread" in worker) == on_loops_thread, worker
+    assert ("a thread for the 6 on the GPU" in worker) == (not on_loops_thread), worker
     assert worker.endswith("; the GPU part replayed as one device graph") == graphs, worker
     assert (captured[2] is not None and captured[2].stats.replayed >= 8) == graphs
+    if graphs:
+        assert captured[2].session.on_caller_stream == on_loops_thread
+
+
+@pytest.mark.parametrize("bad", [1, "yes"])
+def test_set_gpu_thread_takes_true_false_or_none(bad):
+    with pytest.raises(ValueError, match="enabled must be True, False or None"):
+        ndd.capture.set_gpu_thread(bad)
 
 
 @pytest.mark.requires_cuda
@@ -562,7 +580,7 @@ def test_on_the_loops_thread_the_graph_replays_on_the_loops_stream(lmdb_path):
     try:
         captured = graphed_run(lmdb_path, body)
     finally:
-        ndd.capture.set_gpu_thread(True)
+        ndd.capture.set_gpu_thread(None)
     assert_same(eager, captured)
     graph = captured[2]
     assert graph is not None and graph.stats.replayed >= 8 and graph.session.on_caller_stream

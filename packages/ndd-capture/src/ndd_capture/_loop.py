@@ -72,7 +72,8 @@ def default_worker_processes() -> int:
     return 0 if cores < 2 else min(max(cores // 2, 2), 4)
 
 
-_settings = {"depth": 2, "processes": default_worker_processes(), "graphs": True, "gpu_thread": True}
+# gpu_thread None: chosen per pipeline (see set_gpu_thread)
+_settings = {"depth": 2, "processes": default_worker_processes(), "graphs": True, "gpu_thread": None}
 RNG_ERROR = ("The RNG of a captured operator was used unexpectedly: the number of random draws per "
              "iteration changed or the RNG was modified outside the loop")
 
@@ -111,22 +112,24 @@ def set_device_graphs(enabled: bool) -> None:
     _settings["graphs"] = enabled
 
 
-def set_gpu_thread(enabled: bool) -> None:
-    """Run the GPU part of a split capture pipeline on a thread of its own (ours; default
-    on), or, with False, on the loop's thread when it takes each step.
+def set_gpu_thread(enabled: bool | None) -> None:
+    """Run the GPU part of a split capture pipeline on a thread of its own (True), or on the
+    loop's thread when it takes each step (False); None (the default) chooses per pipeline:
+    the loop's thread when the GPU part replays as one device graph, a thread of its own
+    when it runs kernel by kernel (ours).
 
     Its own thread computes steps ahead and overlaps the training step where that releases
-    the interpreter lock (the backward pass), but shares the lock with it; on the loop's
-    thread there is no hand-over between threads, and the GPU work itself stays
-    asynchronous. Kernel by kernel on an H200 the thread was faster (24.0k against 18.4k
-    samples/s on the tutorial loop); as a device graph the two were level within that
-    machine's noise (35.3k-37.5k on the thread, 33.0k-42.2k on the loop's thread, over
-    three runs), and the thread keeps its lead wherever a step falls back to kernel by
-    kernel. ``nox -s gpu`` measures both. Results are the same either way. Applies to
-    loops whose pipeline starts afterwards.
+    the interpreter lock (the backward pass), but shares the lock with it and hands each
+    step over between threads. On the loop's thread a device graph replays on the loop's
+    current stream, where the training reads its outputs, so no stream waits are needed;
+    the GPU work stays asynchronous. On an H200 (tutorial loop, samples/s, pairs measured
+    side by side): kernel by kernel the thread was faster (24.0k against 18.4k); as a
+    device graph the loop's thread was ahead in 7 of 10 pairs (medians 37.7k against
+    36.7k; that machine's speed varied by 25% between runs). Results are the same either
+    way. Applies to loops whose pipeline starts afterwards.
     """
-    if not isinstance(enabled, bool):
-        raise ValueError(f"enabled must be True or False, got {enabled!r}")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise ValueError(f"enabled must be True, False or None, got {enabled!r}")
     _settings["gpu_thread"] = enabled
 
 
@@ -741,8 +744,9 @@ class CaptureLoop:
                 self.device_nodes = [n for n in self.nodes if n.id not in host]
                 self.staged_ids = staged
                 if self.device_nodes:
-                    on_thread = _settings["gpu_thread"]
-                    graph = self._device_graph(processes, on_thread)
+                    chosen = _settings["gpu_thread"]
+                    graph = self._device_graph(processes, on_thread=bool(chosen))
+                    on_thread = chosen if chosen is not None else graph is None
                     compute = self.compute_device_part if graph is None else graph.compute
                     self.worker = SplitWorker(processes, compute, self.depth) if on_thread \
                         else OnLoopThread(processes, compute)
