@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -290,13 +291,10 @@ def test_on_stream_restores_the_threads_device_and_streams(monkeypatch, start_de
     assert (fake.device, fake.current) == before
 
 
-def test_a_consumer_waits_again_only_after_ndd_ran_on_the_stream(monkeypatch):
-    """A consumer's wait for ndd's stream (``only_new``, as .torch() makes it) is skipped when no
-    OnStream block has ended on that stream since this thread's last wait for the pair (the
-    labels after the images of one step); any block in between, from any thread, brings it
-    back; a wait for a stream the program itself filled (``only_new=False``) always happens."""
-    from ndd_ops_cuda._backend import OnStream
-
+@pytest.fixture
+def fake_waits(monkeypatch):
+    """torch's stream functions and events replaced by fakes (OnStream and the backend's waits
+    run without CUDA); gives the list of streams events were recorded on."""
     fake = _FakeCudaC()
     for name in ("_cuda_getDevice", "_cuda_getCurrentStream", "_cuda_setStream"):
         monkeypatch.setattr(torch._C, name, getattr(fake, name), raising=False)
@@ -308,6 +306,17 @@ def test_a_consumer_waits_again_only_after_ndd_ran_on_the_stream(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(BACKEND, "_waits", threading.local())
+    return recorded
+
+
+def test_a_consumer_waits_again_only_after_ndd_ran_on_the_stream(fake_waits):
+    """A consumer's wait for ndd's stream (``only_new``, as .torch() makes it) is skipped when no
+    OnStream block has ended on that stream since this thread's last wait for the pair (the
+    labels after the images of one step); any block in between, from any thread, brings it
+    back; a wait for a stream the program itself filled (``only_new=False``) always happens."""
+    from ndd_ops_cuda._backend import OnStream
+
+    recorded = fake_waits
     ndd_stream, consumer = _FakeStream(11, 0), _FakeStream(12, 0)
 
     def run_on_ndd_stream() -> None:
@@ -333,6 +342,39 @@ def test_a_consumer_waits_again_only_after_ndd_ran_on_the_stream(monkeypatch):
     BACKEND._wait(consumer, never_used, only_new=True)
     BACKEND._wait(consumer, never_used, only_new=True)
     assert len(consumer.waited) == 5
+
+
+def test_a_hand_off_waits_for_every_other_ndd_stream_once(fake_waits, monkeypatch):
+    """``.torch()``'s waits (``_consumer_waits``): the consumer's stream waits directly for each
+    stream ndd ran on, not for itself, records the tensor's use on itself, and a second
+    hand-off with no ndd work in between waits for nothing."""
+    from ndd_ops_cuda._backend import OnStream
+
+    consumer, ctx_stream, graph_stream = _FakeStream(21, 0), _FakeStream(22, 0), _FakeStream(23, 0)
+    monkeypatch.setattr(BACKEND, "caller_stream", lambda dev, note=False: consumer)
+    monkeypatch.setattr(BACKEND, "_ndd_streams", lambda dev: [ctx_stream, consumer, graph_stream])
+    for s in (ctx_stream, consumer, graph_stream):
+        with OnStream(s):
+            pass
+
+    class FakeTensor:
+        def __init__(self) -> None:
+            self.device = types.SimpleNamespace(index=0)
+            self.uses: list = []
+
+        def record_stream(self, s: object) -> None:
+            self.uses.append(s)
+
+    images, labels = FakeTensor(), FakeTensor()
+    BACKEND._consumer_waits(images)
+    assert fake_waits == [ctx_stream, graph_stream] and len(consumer.waited) == 2
+    BACKEND._consumer_waits(labels)
+    assert len(consumer.waited) == 2
+    assert images.uses == [consumer] and labels.uses == [consumer]
+    with OnStream(graph_stream):  # the next step's replay
+        pass
+    BACKEND._consumer_waits(images)
+    assert fake_waits[2:] == [graph_stream] and len(consumer.waited) == 3
 
 
 @pytest.mark.requires_cuda

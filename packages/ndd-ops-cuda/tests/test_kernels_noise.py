@@ -123,13 +123,13 @@ def test_per_sample_errors_on_the_gpu():
 
 
 def test_device_arithmetic_is_the_host_arithmetic():
-    """The torch Poisson steps give the very bits of core's NumPy ones (exp(-lam) included), on
-    the GPU when there is one."""
+    """The torch Poisson steps give the very bits of core's NumPy ones (exp(-lam), which the GPU
+    kernel runs on torch tensors, included), on the GPU when there is one."""
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     rng = np.random.default_rng(0)
     lam = np.concatenate([np.linspace(0, 16, 20001), rng.uniform(0, 60, 20000), [16.0, 1e6]])
     on = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
-    np.testing.assert_array_equal(gpu_noise._exp_neg(on(lam[lam < 16])).cpu().numpy(),
+    np.testing.assert_array_equal(_noise.exp_neg(on(lam[lam < 16])).cpu().numpy(),
                                   _noise.exp_neg(lam[lam < 16]))
     u = rng.random(lam.size)
     z = rng.standard_normal(lam.size).astype(np.float32)

@@ -286,12 +286,13 @@ def shot_rate(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(lam) & (lam > 0), lam, np.float32(0))
 
 
-def exp_neg(lam: np.ndarray) -> np.ndarray:
+def exp_neg(lam: Any) -> Any:
     """``exp(-lam)`` for float64 ``0 <= lam < 16`` from multiplications and additions only, so
     that a GPU reproduces it bit for bit: a 12-term Taylor series of ``exp(-t)`` at
-    ``t = lam / 64`` (Horner), squared six times. Relative error below 2e-14."""
+    ``t = lam / 64`` (Horner), squared six times. Relative error below 2e-14. ``lam`` is a
+    NumPy array or a torch tensor (the GPU kernel runs this same code on the device)."""
     t = lam * (1.0 / 64.0)
-    r = np.ones_like(t)
+    r = t * 0.0 + 1.0  # ones of t's kind, without naming NumPy or torch (t is finite)
     for j in range(EXP_TERMS, 0, -1):
         r = 1.0 - (t * RECIPROCALS[j - 1]) * r
     for _ in range(EXP_SQUARINGS):

@@ -232,18 +232,11 @@ class CudaBackend:
             every += list(self._user_streams.get(dev, {}).values())
         return [s for s in every if s is not None]
 
-    def caller_stream(self, dev: int) -> Any:
-        """torch's current stream on ``dev`` on this thread (see ``caller_stream_unnoted``),
-        kept among the streams consumers wait for: ndd work is about to run on it."""
-        s = self.caller_stream_unnoted(dev)
-        if s.cuda_stream not in self._user_streams.get(dev, ()):
-            with self._lock:
-                self._user_streams.setdefault(dev, {}).setdefault(s.cuda_stream, s)
-        return s
-
-    def caller_stream_unnoted(self, dev: int) -> Any:
+    def caller_stream(self, dev: int, note: bool = False) -> Any:
         """torch's current stream on ``dev`` on this thread, as a torch Stream kept per raw
-        handle: ``torch.cuda.current_stream()`` builds a new object on every call."""
+        handle (``torch.cuda.current_stream()`` builds a new object on every call). With
+        ``note``, also kept among the streams consumers wait for: ndd work is about to run
+        on it."""
         import torch
 
         raw = torch._C._cuda_getCurrentRawStream(dev)
@@ -253,6 +246,9 @@ class CudaBackend:
         s = streams.get((dev, raw))
         if s is None:
             s = streams[(dev, raw)] = torch.cuda.current_stream(dev)
+        if note and raw not in self._user_streams.get(dev, ()):
+            with self._lock:
+                self._user_streams.setdefault(dev, {}).setdefault(raw, s)
         return s
 
     def _ready_stream(self, dev: int) -> Any:
@@ -307,13 +303,9 @@ class CudaBackend:
         since this thread's last wait (``_wait``'s ``only_new``): handing out the labels after
         the images of one step costs no second wait."""
         dev = arr.device.index
-        current = self.caller_stream_unnoted(dev)
-        raw = current.cuda_stream
-        mine = self.stream(None, dev)
-        if mine.cuda_stream != raw:
-            self._wait(current, mine, only_new=True)
+        current = self.caller_stream(dev)
         for other in self._ndd_streams(dev):
-            if other.cuda_stream not in (raw, mine.cuda_stream):
+            if other.cuda_stream != current.cuda_stream:
                 self._wait(current, other, only_new=True)
         arr.record_stream(current)  # the allocator must not reuse it while `current` reads it
 

@@ -313,7 +313,7 @@ class GraphSession:
 
     def _replay_stream(self) -> Any:
         if self.on_caller_stream and self.ctx._explicit_stream(self.device_id) is None:
-            return BACKEND.caller_stream(self.device_id)
+            return BACKEND.caller_stream(self.device_id, note=True)
         return BACKEND.stream(self.ctx, self.device_id)
 
     def _replay(self) -> Any:

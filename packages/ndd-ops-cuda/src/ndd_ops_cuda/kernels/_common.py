@@ -14,6 +14,10 @@ import torch
 
 from ndd.plugins import BatchData, KernelContext, Window
 
+# The signed type of each unsigned one wider than a byte: kernels compute in it where torch
+# lacks an operation for the unsigned type (the same bits; wrapping arithmetic agrees).
+SIGNED_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
 
 def torch_dtype(dt: Any) -> torch.dtype:
     """The torch dtype of a NumPy dtype (or an ndd DType)."""

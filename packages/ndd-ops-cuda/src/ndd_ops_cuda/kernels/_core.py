@@ -20,7 +20,7 @@ import torch
 import ndd
 from ndd.plugins import BatchData, KernelArgs, KernelContext, arithm_result_types, cast_plan
 
-from ._common import device_of, host_batch, numpy_dtype, stacked, torch_dtype
+from ._common import SIGNED_TWIN, device_of, host_batch, numpy_dtype, stacked, torch_dtype
 
 # -- running core's CPU kernel on the host -------------------------------------------------
 
@@ -79,7 +79,6 @@ def on_device(op: str, host_inputs: tuple[int, ...] = ()) -> Callable:
 # torch cannot compare or clamp uint16/32/64: clamp them as a wider signed type (uint64 as
 # its int64 bits, where the values past 2**63 read negative).
 _WIDER = {torch.uint16: torch.int32, torch.uint32: torch.int64}
-_SIGNED_BITS = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
 def _saturate_cast(x: torch.Tensor, dst: np.dtype, dt: torch.dtype) -> torch.Tensor:
@@ -101,7 +100,7 @@ def _saturate_cast(x: torch.Tensor, dst: np.dtype, dt: torch.dtype) -> torch.Ten
     r.add_(torch.full_like(r, float(half)).copysign_(r) if lo < 0 else float(half))
     out = r.trunc_().nan_to_num_(nan=0.0).to(dt)
     if big is not None:  # dst's maximum is no ``work`` float: clamped below it, set here
-        bits = _SIGNED_BITS.get(dt)
+        bits = SIGNED_TWIN.get(dt)
         top_bits = int(np.array(top, dst).view(numpy_dtype(bits))) if bits is not None else top
         (out if bits is None else out.view(bits)).masked_fill_(x >= float(big), top_bits)
     return out

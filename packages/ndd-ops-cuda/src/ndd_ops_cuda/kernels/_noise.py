@@ -21,8 +21,6 @@ import numpy as np
 import torch
 
 from ndd._noise import (  # core's host parts (the CPU kernels' own)
-    EXP_SQUARINGS,
-    EXP_TERMS,
     PEPPER,
     POISSON_SHIFT,
     POISSON_SMALL,
@@ -30,6 +28,7 @@ from ndd._noise import (  # core's host parts (the CPU kernels' own)
     RECIPROCALS,
     SALT,
     batch_groups,
+    exp_neg,
     gaussian_noise,
     group_arrays,
     group_result,
@@ -87,24 +86,13 @@ def salt_and_pepper_gpu(ctx: KernelContext, inputs: list[BatchData], args: Kerne
     return group_result(bd, outs)
 
 
-def _exp_neg(lam: torch.Tensor) -> torch.Tensor:
-    """``ndd._noise.exp_neg`` in torch (the same operations)."""
-    t = lam * (1.0 / 64.0)
-    r = torch.ones_like(t)
-    for j in range(EXP_TERMS, 0, -1):
-        r = 1.0 - (t * RECIPROCALS[j - 1]) * r
-    for _ in range(EXP_SQUARINGS):
-        r = r * r
-    return r
-
-
 def _poisson(lam: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """``ndd._noise.poisson`` in torch: every value runs the inversion steps (those with a
     large rate, given rate 0, stop at once) until none is searching, then the normal
     approximation's count is taken where the rate is large."""
     small = lam < POISSON_SMALL
     rate = torch.where(small, lam, 0.0)
-    p = _exp_neg(rate)
+    p = exp_neg(rate)
     cdf = p.clone()
     k = torch.zeros_like(rate)
     for j in range(1, POISSON_STEPS + 1):

@@ -28,14 +28,12 @@ from ndd.plugins import (
     lookup_table_array,
 )
 
-from ._common import cast_to, numpy_dtype, out_dtype, stacked, upload
-
-_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+from ._common import SIGNED_TWIN, cast_to, numpy_dtype, out_dtype, stacked, upload
 
 
 def _signed(t: torch.Tensor) -> torch.Tensor:
     """``t`` viewed as the signed type of its size (itself when it is not unsigned 16-64 bit)."""
-    s = _SIGNED.get(t.dtype)
+    s = SIGNED_TWIN.get(t.dtype)
     return t if s is None else t.view(s)
 
 

@@ -32,9 +32,8 @@ from ndd._reductions import (  # core's helpers (the CPU kernels' own)
 )
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
-from ._common import device_of, torch_dtype, upload
+from ._common import SIGNED_TWIN, device_of, torch_dtype, upload
 
-_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 _I64_MIN = -(2**63)
 
 # -- conversions ----------------------------------------------------------------------
@@ -48,7 +47,7 @@ def _int64(x: torch.Tensor) -> torch.Tensor:
 def _wrap(v: torch.Tensor, npd: np.dtype) -> torch.Tensor:
     """int64 values cut to their low bits as integer type ``npd``."""
     dt = torch_dtype(npd)
-    signed = _SIGNED.get(dt)
+    signed = SIGNED_TWIN.get(dt)
     return v.to(dt) if signed is None else v.to(signed).view(dt)
 
 
@@ -101,7 +100,7 @@ def _extreme(kind: str, x: torch.Tensor, axes: tuple[int, ...], keep: bool, npd:
         return x.clone()
     ident = np.asarray(identity(kind, npd), npd)
     dt = x.dtype
-    signed = _SIGNED.get(dt)
+    signed = SIGNED_TWIN.get(dt)
     if count(x.shape, axes) == 0:
         bits = ident.view(np.dtype(f"i{npd.itemsize}")) if signed is not None else ident
         out = torch.full(reduced_shape(x.shape, axes, keep), bits.item(), dtype=signed or dt, device=x.device)

@@ -37,15 +37,14 @@ from ndd._shape_ops import (  # core's argument helpers (the CPU kernels' own)
 )
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
-from ._common import device_of, host_batch, stacked, torch_dtype, upload, window_cast
+from ._common import SIGNED_TWIN, device_of, host_batch, stacked, torch_dtype, upload, window_cast
 
-_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 _SIGNED_NP = {np.dtype(np.uint16): np.int16, np.dtype(np.uint32): np.int32, np.dtype(np.uint64): np.int64}
 
 
 def _bits(x: torch.Tensor) -> torch.Tensor:
     """``x`` as a dtype torch fully supports, with the same bits (a view)."""
-    dt = _SIGNED.get(x.dtype)
+    dt = SIGNED_TWIN.get(x.dtype)
     return x if dt is None else x.view(dt)
 
 
@@ -101,7 +100,7 @@ def pad_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
         fills = [np.full((), args["fill_value"], npd)] * n
     dev = device_of(ctx, inputs)
     odt = torch_dtype(npd)
-    dt = _SIGNED.get(odt, odt)
+    dt = SIGNED_TWIN.get(odt, odt)
     if len(set(targets)) == 1:  # one output tensor for the batch
         out = torch.empty((n,) + targets[0], dtype=dt, device=dev)
         if args.is_per_sample("fill_value"):
@@ -137,7 +136,7 @@ def one_hot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -
     axis = _one_hot_axis(args, ctx.output_meta[0].ndim - 1)
     dev = device_of(ctx, inputs)
     odt = torch_dtype(npd)
-    bdt = _SIGNED.get(odt, odt)
+    bdt = SIGNED_TWIN.get(odt, odt)
     num = args["num_classes"]
 
     def encode(x: torch.Tensor, ax: int) -> torch.Tensor:
