@@ -108,6 +108,34 @@ def test_stale_batch_falls_back(lmdb_path):
     assert {f.code for f in rep.fallbacks} == {"NDD-C202"}
 
 
+def test_changed_keyword_arguments_fall_back_with_eager_results(lmdb_path):
+    """A replayed site checks its keyword arguments on every step: one given as None that
+    was not when traced, or one given that was None then, runs that call eagerly (NDD-C204)
+    with the eager result; ``device=`` as a string or a Device object is the same device."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    got, want = [], []
+    for step, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+        images = ndd.decoders.image(jpegs, output_type=types.GRAY, device="cpu" if step % 2 else ndd.Device("cpu"))
+        both = ndd.flip(images, horizontal=1, vertical=None if step == 2 else invariant(1))
+        upright = ndd.flip(images, vertical=0, horizontal=invariant(1) if step == 3 else None)
+        got.append((np.asarray(ndd.as_tensor(both)), np.asarray(ndd.as_tensor(upright))))
+        plain = np.asarray(ndd.as_tensor(ndd.decoders.image(jpegs, output_type=types.GRAY)))
+        want.append((plain[:, :, ::-1] if step == 2 else plain[:, ::-1, ::-1], plain[:, :, ::-1]))
+    assert len(got) == 40 // B
+    for (g1, g2), (w1, w2) in zip(got, want):
+        np.testing.assert_array_equal(g1, w1)
+        np.testing.assert_array_equal(g2, w2)
+    rep = ndd.capture.report()
+    both, upright = [s for s in rep.sites if s.op == "flip"]
+    assert both.captured and both.eager == 2 and both.replayed == 40 // B - 2
+    assert upright.captured and upright.eager == 2 and upright.replayed == 40 // B - 2
+    assert [(f.site, f.step, f.code, f.reason) for f in rep.fallbacks] == [
+        (both, 2, "NDD-C204", "the keyword arguments changed"),
+        (upright, 3, "NDD-C204", "the keyword arguments changed")]
+    decode = [s for s in rep.sites if s.op == "decoders.image"][0]
+    assert decode.replayed == 40 // B - 1
+
+
 def test_slice_and_arithmetic_not_captured(lmdb_path):
     reader = ndd.readers.Caffe2(path=lmdb_path)
     for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):

@@ -85,6 +85,22 @@ def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
         assert report.worker == "threads"
 
 
+def test_a_replayed_call_on_another_device_ends_the_loop(lmdb_path):
+    """``device=`` is checked on every replayed call, whatever form it takes: "gpu",
+    "gpu:0" and ``ndd.Device("gpu")`` are the traced device, ``.gpu(0)`` is ``.gpu()``; "cpu"
+    raises."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    forms = ["gpu", "gpu:0", ndd.Device("gpu"), "gpu", "cpu"]
+    with pytest.raises(RuntimeError, match="traced with device=gpu but called with device=cpu. Cannot change"):
+        for step, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            images = ndd.decoders.image(jpegs, device=forms[step], output_type=types.GRAY)
+            labels = labels.gpu(0 if step % 2 else None)
+            assert images.device == labels.device == ndd.Device("gpu:0")
+    assert step == 4
+    sites = {s.op: s for s in ndd.capture.report().sites}
+    assert sites["decoders.image"].replayed == 3 and sites["_to_device"].replayed == 3
+
+
 def random_crops(path, capture):
     """A random decoder on the GPU: its host stage (windows and pixels) runs in the worker
     processes with the RNG placed as in eager mode."""

@@ -221,7 +221,8 @@ class Node:
     """One captured call: its op, where it was called and how to rebuild its arguments."""
 
     __slots__ = ("id", "schema", "key", "inputs", "kwargs", "device", "explicit_device", "rng",
-                 "offset", "n_out", "record", "out_meta", "in_layouts", "plan", "checks", "kw_names")
+                 "offset", "n_out", "record", "out_meta", "in_layouts", "plan", "checks", "kw_names",
+                 "device_ok")
 
     def __init__(self, nid: int, schema: Any, key: tuple, inputs: list, kwargs: dict, device: Device,
                  explicit_device: Device | None, rng: RNG | None, offset: int, n_out: int,
@@ -240,8 +241,11 @@ class Node:
         self.out_meta: list[OutMeta] = []
         self.in_layouts: list = []
         self.plan: Plan | None = None
-        self.checks: list[tuple[str, Any]] = []  # (label, spec) of each input, then keyword (_replay)
+        self.checks: list[tuple[str, Any, bool]] = []  # (label, spec, is a keyword) of each input, then keyword (_replay)
         self.kw_names: frozenset[str] = frozenset()
+        # The last ``device=`` object a replay accepted (a str or Device), compared by identity
+        # first: a call site passes the same literal "gpu" on every step.
+        self.device_ok: Any = None
 
 
 class _RNGTrack:
@@ -367,9 +371,8 @@ class CaptureLoop:
         # A context the body enters itself (``with ctx:`` in the loop, as DALI allows) gives
         # the same values: the captured calls run in the pipeline's context. Not on another
         # device, where the pipeline's results are not.
-        cur = EvalContext.current()
-        if cur is not self.ctx and None not in (cur.device_id, self.ctx.device_id) \
-                and cur.device_id != self.ctx.device_id:
+        cur, mine = EvalContext._current_device_id(), self.ctx.device_id
+        if cur != mine and cur is not None and mine is not None:
             self._teardown("Cannot change EvalContext for a capture-mode loop.")
             raise RuntimeError("Cannot change EvalContext for a capture-mode loop.")
         key = (schema.name, chain)
@@ -531,30 +534,28 @@ class CaptureLoop:
                                   rec.reason or "not captured")
         rec = node.record
         dev = kwargs.get("device")
-        if dev is not None:
-            dev = unwrap_invariants(dev)
-            dev = dev if isinstance(dev, Device) else Device(dev)
-            if dev != (node.explicit_device or node.device):
-                traced = node.explicit_device or node.device
-                self._teardown("device changed")
-                raise RuntimeError(
-                    f"Captured operator was traced with device={traced.device_type} but called with "
-                    f"device={dev.device_type}. Cannot change device in capture mode.")
+        if dev is not None and dev is not node.device_ok:
+            self._check_device(node, dev)
         bs = kwargs.get("batch_size")
-        if bs is not None and unwrap_invariants(bs) != self.batch_size:
+        if bs is not None and bs is not self.batch_size and unwrap_invariants(bs) != self.batch_size:
             raise RuntimeError(f"Cannot change batch size to {unwrap_invariants(bs)}, the capture-mode "
                                f"loop uses {self.batch_size}.")
         if len(inputs) != len(node.inputs):
             return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the number of inputs changed")
-        names = {k for k, v in kwargs.items() if v is not None and k not in ("batch_size", "device", "rng")}
-        if names != node.kw_names:
-            return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the keyword arguments changed")
+        # The keyword names with a value, but batch_size, device and rng: the traced call's. The
+        # usual call passes exactly those (compared in C); a None among them is caught below.
+        if kwargs.keys() != node.kw_names:
+            names = {k for k, v in kwargs.items() if v is not None and k not in ("batch_size", "device", "rng")}
+            if names != node.kw_names:
+                return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the keyword arguments changed")
         step = self.step
-        for (label, s), v in zip(node.checks, [*inputs, *map(kwargs.__getitem__, node.kwargs)]):
+        for (label, s, keyword), v in zip(node.checks, [*inputs, *map(kwargs.__getitem__, node.kwargs)]):
             if s is None:
                 if v is not None:
                     return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", f"{label} was None when traced")
                 continue
+            if v is None and keyword:
+                return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the keyword arguments changed")
             kind, val = s
             if kind == "ref":
                 # The usual value, a batch of this step, is never an invariant marker: no unwrapping.
@@ -588,13 +589,26 @@ class CaptureLoop:
             if rng._version != tr.version or rng._draws != expect:
                 self._teardown("rng")
                 raise RuntimeError(RNG_ERROR)
-            rng.advance(7)
+            rng._skip(7)  # advance(7) without its argument check
         rec.replayed += 1
         outs = self.current[node.id]
         if node.n_out == 1:
             return _from_data(outs[0], node.out_meta[0], node.device, self.batch_size, (node.id, 0), step)
         return tuple(_from_data(bd, m, node.device, self.batch_size, (node.id, k), step)
                      for k, (bd, m) in enumerate(zip(outs, node.out_meta)))
+
+    def _check_device(self, node: Node, arg: Any) -> None:
+        """Raise (ending the loop) when a replayed call's ``device=`` is not the traced one."""
+        dev = unwrap_invariants(arg)
+        dev = dev if isinstance(dev, Device) else Device(dev)
+        traced = node.explicit_device or node.device
+        if dev != traced:
+            self._teardown("device changed")
+            raise RuntimeError(
+                f"Captured operator was traced with device={traced.device_type} but called with "
+                f"device={dev.device_type}. Cannot change device in capture mode.")
+        if type(arg) is str or type(arg) is Device:
+            node.device_ok = arg
 
     # -- steps ------------------------------------------------------------------------------
     @property
@@ -645,8 +659,8 @@ class CaptureLoop:
             # What _replay compares each call against, with the labels its messages use
             # (made once here rather than on every call), from the traced values: a constant
             # input is compared with the value the user passed, not its batch below.
-            node.checks = [(f"input {i}", s) for i, s in enumerate(node.inputs)]
-            node.checks += [(f"argument '{k}'", s) for k, s in node.kwargs.items()]
+            node.checks = [(f"input {i}", s, False) for i, s in enumerate(node.inputs)]
+            node.checks += [(f"argument '{k}'", s, True) for k, s in node.kwargs.items()]
             node.kw_names = frozenset(node.kwargs)
             node.inputs = [s if s is None or s[0] == "ref" else ("data", _broadcast(s[1], self.batch_size))
                            for s in node.inputs]

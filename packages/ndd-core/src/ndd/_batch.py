@@ -12,6 +12,23 @@ from ._eval import Invocation
 from ._storage import BatchData
 from ._tensor import Tensor
 
+# One object for ``.gpu()``'s device: capture mode checks a replayed call's device by identity first.
+_GPU0 = Device("gpu")
+
+
+def _builtins() -> Any:
+    """``ndd._builtins`` (it imports this module), bound here at its first use: an import
+    statement in a method costs about a microsecond per call."""
+    global _builtins_mod
+    if _builtins_mod is None:
+        from . import _builtins as mod
+
+        _builtins_mod = mod
+    return _builtins_mod
+
+
+_builtins_mod: Any = None
+
 _NO_GETITEM = (
     "'Batch' object is not subscriptable: use batch.tensors[i] to pick samples "
     "and batch.slice[...] to index inside every sample."
@@ -150,9 +167,7 @@ class Batch:
         if dev == self._device and not force_copy:
             return self
         if self._device.device_type == "cpu" and dev.device_type == "gpu":
-            from ._builtins import to_device  # an operator call: capture mode replays it
-
-            return to_device(self, dev)
+            return _builtins().to_device(self, dev)  # an operator call: capture mode replays it
         bd = self._batch_data()
         if bd.dense is not None:
             arr = _convert.move(bd.dense, self._device, dev)
@@ -167,7 +182,7 @@ class Batch:
         return self.to_device(CPU)
 
     def gpu(self, index: int | None = None) -> Batch:
-        return self.to_device(Device("gpu", index))
+        return self.to_device(_GPU0 if index is None else Device("gpu", index))
 
     # -- interop -----------------------------------------------------------
     def _dense(self, pad: bool, copy: bool | None) -> Any:

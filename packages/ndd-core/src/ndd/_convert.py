@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _plugins  # (circular: _plugins is only read at call time)
 from ._device import CPU, Device
 from ._saturate import saturate_cast
 
@@ -20,9 +20,7 @@ def gpu_backend() -> Any:
     ``dtype_of``, ``astype``, ``copy``, ``stack``, ``pad_stack``, ``broadcast``, and hands
     data out safely: ``to_torch``, ``dlpack``, ``dlpack_device``, ``cuda_array_interface``.
     """
-    from ._plugins import device_backend
-
-    return device_backend("gpu")
+    return _plugins.device_backend("gpu")
 
 
 def is_gpu_array(x: Any) -> bool:

@@ -261,6 +261,13 @@ class EvalContext:
         return EvalContext.default()
 
     @staticmethod
+    def _current_device_id() -> int | None:
+        """``EvalContext.current().device_id`` without making the default context (capture
+        mode checks it on every replayed call)."""
+        stack = getattr(_tls, "contexts", None)
+        return stack[-1]._device_id if stack else Device.current().device_id
+
+    @staticmethod
     def default() -> EvalContext:
         """This thread's default context for the current device."""
         dev = Device.current()
