@@ -134,13 +134,6 @@ def test_set_state_bad_input():
         r.set_state(other)
 
 
-def test_invalidated_reader_raises():
-    r = Counter()
-    r._invalidate("This reader is in an invalid state due to a previous error and cannot be used.")
-    with pytest.raises(RuntimeError, match="invalid state"):
-        r.next_epoch(batch_size=2)
-
-
 def test_reader_runs_on_cpu_only():
     with pytest.raises(ValueError, match="Readers run on the CPU"):
         Counter(device="gpu")

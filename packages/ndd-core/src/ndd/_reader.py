@@ -130,7 +130,6 @@ class Reader:
         self._started = False
         self._epoch_iter: Iterator | None = None
         self._capture_iter: weakref.ref | None = None
-        self._invalid: str | None = None
         # Set by a driver that reads ahead of the loop (capture mode): the state as the
         # loop sees it, and callbacks that stop the read-ahead before set_state moves the reader.
         self._loop_state: dict | None = None
@@ -158,10 +157,6 @@ class Reader:
         raise NotImplementedError
 
     # -- the protocol -----------------------------------------------------------------
-    def _check_valid(self) -> None:
-        if self._invalid:
-            raise RuntimeError(self._invalid)
-
     def _lock_batch_size(self, batch_size: int | None) -> int | None:
         if batch_size is None:
             batch_size = self._max_batch_size
@@ -200,7 +195,6 @@ class Reader:
         continues from the next unread sample (nothing is skipped or repeated).
         ``capture=True`` runs the loop in capture mode (needs ``ndd-capture``).
         """
-        self._check_valid()
         if capture:
             self._lock_mode("capture")
             if batch_size is None and self._max_batch_size is None:
@@ -242,7 +236,6 @@ class Reader:
 
     def __call__(self, *, batch_size: int | None = None) -> Any:
         """One direct call: the next batch (or sample) of the stream, ignoring epochs."""
-        self._check_valid()
         bs = self._lock_batch_size(batch_size)
         self._lock_mode("run")
         self._mode, self._batch_size, self._started = "run", bs, True
@@ -251,7 +244,6 @@ class Reader:
     # -- state ------------------------------------------------------------------------
     def get_state(self, *, cuda_stream: Any = None) -> ReaderState:
         """The position of the reader: the next sample it will produce."""
-        self._check_valid()
         if not self._checkpointing:
             raise RuntimeError(
                 "Cannot get the state of a reader initialized with checkpointing disabled. "
@@ -271,7 +263,6 @@ class Reader:
         Beyond DALI, this also works after iteration has begun, at a step boundary:
         the next sample produced is the one the state points at.
         """
-        self._check_valid()
         data = ReaderState(state).to_dict()
         if data["type"] != type(self).__qualname__:
             raise ValueError(
@@ -284,7 +275,3 @@ class Reader:
         self._restore(data["state"])
         self._loop_state = None
         self._started = True
-
-    def _invalidate(self, message: str) -> None:
-        """Disable the reader after an unrecoverable error (every later use raises)."""
-        self._invalid = message
