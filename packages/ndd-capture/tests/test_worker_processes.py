@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import ndd
+from ndd_capture._processes import SHARED_COUNTERS as _SHARED_COUNTERS
 
 
 def test_default_worker_processes(monkeypatch):
@@ -136,11 +138,13 @@ def _steps(reader, rng, capture, pause_at=None):
     yield out
 
 
+@pytest.mark.parametrize("counters", sorted({_SHARED_COUNTERS, False}))  # both links where the CPU allows
 @pytest.mark.usefixtures("eval_mode")  # capture is independent of EvalMode
-def test_idle_worker_processes_park_and_restart_where_the_loop_stands(lmdb_path, monkeypatch):
+def test_idle_worker_processes_park_and_restart_where_the_loop_stands(lmdb_path, monkeypatch, counters):
     from ndd_capture import _processes
 
     monkeypatch.setattr(_processes, "PARK_AFTER_S", 0.3)
+    monkeypatch.setattr(_processes, "SHARED_COUNTERS", counters)
     eager = list(_steps(ndd.readers.Caffe2(path=lmdb_path), ndd.random.RNG(4), False))[-1]
     ndd.capture.set_worker_processes(2)
     try:
@@ -279,47 +283,143 @@ def test_pipeline_threads_are_stopped_at_exit(lmdb_path):
     assert not [t for t in threading.enumerate() if t.name == "ndd-capture-worker"]
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["shared-memory", "socket"])
-def test_step_transport_round_trip(shared):
-    """A worker's step values come back equal: dense batches, ragged and same-shape sample
-    lists (cut into samples only when read), and other values (pickled)."""
+# How a step travels between a worker process and the loop's (see _processes): the
+# control words of the shared-memory file (x86-64), messages on the socket with the data in
+# shared memory, and the socket alone (no memfd_create).
+_LINKS = {"counters": (True, True), "socket-notices": (True, False), "socket-only": (False, False)}
+
+
+class _Alive:
+    """A stand-in for the worker's Popen: running, or exited with ``code``."""
+
+    def __init__(self, code=None):
+        self.returncode = code
+
+    def poll(self):
+        return self.returncode
+
+
+@pytest.fixture
+def link_pair(request):
+    """``make(slots, park_s)`` -> (the parent's receiver, the child's link) over one socket
+    pair and, for the shared modes, one memfd; closed after the test."""
     import socket
     from multiprocessing.connection import Connection
 
-    from ndd._storage import BatchData
     from ndd_capture import _processes as P
 
-    rng = np.random.default_rng(0)
-    ragged = [rng.integers(0, 255, int(n), dtype=np.uint8) for n in rng.integers(1, 900, 16)]
-    same = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(5)]
-    dense = rng.integers(-9, 9, (16, 4, 3), dtype=np.int64)
-    vals = {0: [BatchData(samples=ragged), BatchData(dense=dense)], 1: [BatchData(samples=same)],
-            2: [BatchData(samples=[np.array("text")])]}  # a dtype that does not travel as bytes
-    a, b = socket.socketpair()
-    parent, child = Connection(a.detach()), Connection(b.detach())
-    fd = os.memfd_create("ndd-test") if shared else -1
-    rec = P._Receiver(parent, os.dup(fd) if shared else -1)
-    try:
-        for k in range(3):  # the shared-memory slot is reused: each step must be a fresh copy
-            P.send_step(child, P._Shared(fd, 1) if shared else None, k, ("extra", k), vals)
-            msg = parent.recv()
-            assert (msg[3] is not None) == shared
-            extra, out = rec.step(msg)
-            assert extra == ("extra", k)
-            assert len(out[0][0]) == 16 and [s.tolist() for s in out[0][0].samples] == [s.tolist() for s in ragged]
-            np.testing.assert_array_equal(out[0][1].dense, dense)
-            assert [s.tolist() for s in out[1][0].samples] == [s.tolist() for s in same]
-            assert out[2][0].samples[0] == np.array("text")
-    finally:
+    shared, counters = _LINKS[request.param]
+    made = []
+
+    def make(slots=1, park_s=5.0):
+        a, b = socket.socketpair()
+        parent, child = Connection(a.detach()), Connection(b.detach())
+        fd = os.memfd_create("ndd-test") if shared else -1
+        rec = P._Receiver(parent, fd, slots, counters)  # sizes the control words first
+        link = P._ChildLink(child, os.dup(fd) if shared else -1, slots, counters, park_s, None)
+        if not counters:
+            parent.send_bytes(P._CREDIT * slots)  # the first credits, as ProcessWorker gives them
+        made.append((rec, link))
+        return rec, link
+
+    yield make
+    for rec, link in made:
         rec.close()
-        parent.close()
-        child.close()
-        if shared:
-            os.close(fd)
+        link.conn.close()
 
 
-@pytest.mark.parametrize("processes", [0, 2])
-def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, processes):
+def _step_values(rng, n=16, big=False):
+    from ndd._storage import BatchData
+
+    ragged = [rng.integers(0, 255, int(k), dtype=np.uint8) for k in rng.integers(1, 900, n)]
+    same = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(5)]
+    dense = rng.integers(-9, 9, (n, 4, 3) if not big else (n, 256, 64), dtype=np.int64)
+    return {0: [BatchData(samples=ragged), BatchData(dense=dense)], 1: [BatchData(samples=same)],
+            2: [BatchData(samples=[np.array("text")])]}  # a dtype that does not travel as bytes
+
+
+def _assert_same_values(out, vals):
+    assert len(out[0][0]) == len(vals[0][0].samples)
+    assert [s.tolist() for s in out[0][0].samples] == [s.tolist() for s in vals[0][0].samples]
+    np.testing.assert_array_equal(out[0][1].dense, vals[0][1].dense)
+    assert [s.tolist() for s in out[1][0].samples] == [s.tolist() for s in vals[1][0].samples]
+    assert out[2][0].samples[0] == np.array("text")
+
+
+@pytest.mark.parametrize("link_pair", list(_LINKS), indirect=True)
+def test_step_transport_round_trip(link_pair):
+    """A worker's step values come back equal: dense batches, ragged and same-shape sample
+    lists (cut into samples only when read), other values (pickled), and a step too large
+    for its shared-memory slot (sized by the first step), which takes the socket. The slot
+    is reused, so each step must come back as a fresh copy."""
+    import threading
+
+    rec, link = link_pair(slots=1)
+    rng = np.random.default_rng(0)
+    steps = [_step_values(rng), _step_values(rng), _step_values(rng, big=True), _step_values(rng)]
+
+    def child():  # a thread: a large step blocks on the socket until the parent reads it
+        for k, vals in enumerate(steps):
+            assert link.take()
+            link.publish(("extra", k), vals)
+
+    t = threading.Thread(target=child)
+    t.start()
+    got = [rec.receive(_Alive()) for _ in steps]
+    t.join(10)
+    assert not t.is_alive()
+    for k, (msg, vals) in enumerate(zip(got, steps)):
+        assert msg[0] == "ok" and msg[1] == ("extra", k)
+        _assert_same_values(msg[2], vals)
+
+
+@pytest.mark.parametrize("link_pair", list(_LINKS), indirect=True)
+def test_a_worker_computes_no_further_ahead_than_its_slots(link_pair):
+    """With every slot full, the child waits until the parent takes a step, and then goes
+    on at once (the parent's count, or its credit byte); the parent, waiting for a step, is
+    woken when it comes."""
+    import threading
+
+    rec, link = link_pair(slots=2)
+    vals = _step_values(np.random.default_rng(1))
+    for k in range(2):
+        assert link.take()
+        link.publish(k, vals)
+    third = threading.Event()
+    t = threading.Thread(target=lambda: (link.take(), third.set(), time.sleep(0.2), link.publish(2, vals)))
+    t.start()
+    assert not third.wait(0.3), "the child went past its slots"
+    assert rec.receive(_Alive())[1] == 0
+    assert third.wait(2), "the child did not see the slot it was given"
+    assert rec.receive(_Alive())[1] == 1
+    t0 = time.monotonic()
+    assert rec.receive(_Alive())[1] == 2  # waited for: published about 0.2 s after its credit
+    assert time.monotonic() - t0 < 2
+    t.join(2)
+
+
+@pytest.mark.parametrize("link_pair", list(_LINKS), indirect=True)
+def test_link_messages_parking_and_exit(link_pair):
+    """The parent's messages reach a child that has credit (a new device graph host pass,
+    then stop); a child nobody takes steps from parks and says so after the steps it made;
+    a child that died is reported with its exit code."""
+    rec, link = link_pair(slots=1, park_s=0.2)
+    rec.tell(b"G" + pickle.dumps({"graph": 1}))
+    assert link.take() and link.graph == {"graph": 1}
+    link.publish("a", _step_values(np.random.default_rng(2)))
+    t0 = time.monotonic()
+    assert not link.take()  # nobody took the step: parked
+    assert 0.15 < time.monotonic() - t0 < 3
+    assert rec.receive(_Alive())[1] == "a"
+    assert rec.receive(_Alive()) == ("parked",)
+    rec.tell(b"G")
+    rec.tell(b"")
+    assert not link.take() and link.graph is None  # the graph's host pass dropped, then stop
+    assert rec.receive(_Alive(3)) == ("exited", 3)
+
+
+@pytest.mark.parametrize("processes", [0, 2, "2, socket notices"])
+def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, processes, monkeypatch):
     """A corrupt record fails its step mid-epoch; the caller catches the error and calls
     next_epoch again: capture mode goes on after the failed batch, as eager mode does
     (neither from the traced step nor past the pipeline's read-ahead), with the failed
@@ -331,6 +431,11 @@ def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, p
     jpeg = cv2.imencode(".jpg", np.full((8, 8), 128, np.uint8))[1].tobytes()
     write_caffe2_lmdb(str(tmp_path), [(b"not a jpeg" if i == 21 else jpeg, i) for i in range(48)])
     runs = {}
+    if processes == "2, socket notices":  # the link that CPUs other than x86-64 use
+        from ndd_capture import _processes
+
+        monkeypatch.setattr(_processes, "SHARED_COUNTERS", False)
+        processes = 2
     ndd.capture.set_worker_processes(processes)
     try:
         for capture in (False, True):

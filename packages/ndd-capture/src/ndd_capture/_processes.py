@@ -7,8 +7,9 @@ worker process builds its own copy of the reader from the reader's constructor c
 only its own steps of that stream (worker ``j`` of ``K`` takes the steps ``k`` with
 ``k % K == j``, skipping the others unread), and computes them with the same prepared
 plans and RNG placement as the thread pipeline, so the results are identical. The parent
-hands out credit (one byte per step) to bound how far each process runs ahead, takes the
-results strictly in step order through shared memory, and turns them back into batches.
+hands out credit (a slot per step) to bound how far each process runs ahead, takes the
+results strictly in step order through shared memory (see "How a step's results travel"
+below), and turns them back into batches.
 Idle workers park and are restarted where the loop stands. Used for reader loops without
 feeders whose constants pickle and whose reader class a new process can import; otherwise
 threads are used.
@@ -29,10 +30,12 @@ import math
 import mmap
 import os
 import pickle
+import platform
 import select
 import socket
 import subprocess
 import sys
+import time
 import traceback
 import weakref
 from collections.abc import Iterator
@@ -135,13 +138,12 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
     step_extra = None  # the tag of the step being computed (sent with its error)
     try:
         spec = pickle.loads(conn.recv_bytes())
-        shared = _Shared(shm_fd, spec["slots"]) if shm_fd >= 0 else None
+        link = _ChildLink(conn, shm_fd, spec["slots"], spec["counters"], spec["park_s"],
+                          None if spec["graph"] is None else pickle.loads(spec["graph"]))
         import ndd
 
         from ._device_graph import worker_host_pass
         from ._loop import _continuous, _flatten
-
-        graph = None if spec["graph"] is None else pickle.loads(spec["graph"])
 
         cls: Any = importlib.import_module(spec["module"])
         for part in spec["qualname"].split("."):
@@ -157,7 +159,6 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
                 f"arguments as the loop's process has it ({e}): did its files change after the reader "
                 "was made?"
             ) from None
-        allowance = 0
         taken = spec["taken"]  # the parent took these steps itself (the traced step)
         start = spec["start"]  # steps counted from the first pipeline step: after a restart, > 0
         counter = itertools.count(-taken)
@@ -175,25 +176,15 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
             if k < start or k % workers != j:
                 continue
             extra, outs = item
-            while allowance == 0:
-                if not conn.poll(spec["park_s"]):  # nobody consumes: park (the parent restarts us)
-                    conn.send(("parked",))
-                    return
-                credit = conn.recv_bytes()  # b"+" per step it may compute; empty: stop
-                if not credit:
-                    return
-                if credit[:1] == b"G":  # from now on, also the host pass of the device graph (or no more)
-                    graph = pickle.loads(credit[1:]) if len(credit) > 1 else None
-                    continue
-                allowance += len(credit)
-            allowance -= 1
+            if not link.take():  # stopped, or parked (nobody consumes: the parent restarts us)
+                return
             step_extra = extra
             flat, _ = _flatten(outs)
             src = [b._batch_data() for b in flat]
             vals = run_step(spec["nodes"], spec["rngs"], src, k)
-            if graph is not None:
-                worker_host_pass(graph, vals, k)
-            send_step(conn, shared, k // workers, extra, vals)
+            if link.graph is not None:
+                worker_host_pass(link.graph, vals, k)
+            link.publish(extra, vals)
             step_extra = None
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
@@ -210,12 +201,43 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
             pass
 
 
-# A step's results travel as one small pickled header plus the raw bytes of each array
-# (a ragged batch's samples concatenated into one buffer). Where the OS has memfd_create
-# (Linux) the bytes go through a shared-memory file, one slot per step in flight, and the
-# parent copies them out into fresh arrays; otherwise they follow the header on the
-# socket. Pickling the arrays themselves cost ~360 µs a step on the MNIST-like loop (64
-# small JPEGs and five batches), the socket ~190 µs, shared memory ~86 µs.
+# How a step's results travel. Each worker process has a shared-memory file (Linux's
+# memfd_create): control words, then one slot per step in flight, which holds the step's
+# pickled header (the reader's state; each batch's kind, dtype and shapes) and the raw bytes
+# of each array (a ragged batch's samples concatenated into one buffer). The parent copies
+# a slot out into fresh arrays. A step that does not fit its slot, and every step where
+# there is no memfd_create, goes through the socket instead. (Pickling the arrays
+# themselves cost ~360 µs a step on the MNIST-like loop, the socket ~190 µs, shared memory
+# ~86 µs.)
+#
+# On x86-64 the two sides also count through the control words: the child publishes a step
+# by raising its count of steps made, and takes credit from the parent's count of steps
+# taken, so a step in steady state costs the loop's thread no system call (on the
+# MNIST-like loop here the credit byte, the notice and the poll for it cost ~50 µs of the
+# ~100 µs the loop's thread spent per step receiving). This relies on x86's ordering of
+# stores (a step's bytes are visible before the count that publishes them). Elsewhere a
+# message on the socket publishes each step and a byte gives each credit.
+#
+# A side that must wait for the other says so in a control word and sleeps on the socket;
+# the other wakes it with a byte. Each also looks at the counts again after a timeout: the
+# store of a waiting flag and the load of a count after it may pass each other (x86 lets a
+# load overtake an earlier store), which loses that byte (rarely, at a cost of one timeout).
+SHARED_COUNTERS = platform.machine().lower() in ("x86_64", "amd64")
+# Control words (int64) at the start of the file, each written by one side only.
+_MADE, _TAKEN, _PARENT_WAITS, _CHILD_WAITS, _MESSAGES, _SLOT_BYTES = range(6)
+_SLOT_WORDS = 8  # then two words per slot: its header's bytes (-1: on the socket), its data's bytes
+_WAKE = b"!"  # child to parent: a step is published (the parent was waiting for it)
+_CREDIT = b"+"  # parent to child: a credit (socket mode); a wake-up (counter mode)
+_WAIT_S = 0.01  # a waiting side looks at the counts again after this long (counter mode)
+_NAP_MIN_S, _NAP_MAX_S = 5e-5, 2e-3  # a child waiting for credit looks this often (see _ChildLink.take)
+
+
+def _control_bytes(slots: int) -> int:
+    """Bytes of the control words, rounded up so that the slots can be mapped after them."""
+    grain = mmap.ALLOCATIONGRANULARITY
+    return -(-(_SLOT_WORDS + 2 * slots) * 8 // grain) * grain
+
+
 def _pack(bd: BatchData) -> tuple[tuple, np.ndarray | None]:
     d = bd.dense
     if isinstance(d, np.ndarray) and not d.dtype.hasobject:
@@ -253,86 +275,251 @@ def _unpack(head: tuple, read: Any) -> BatchData:
     return LazyBatchData(len(shapes), make)
 
 
-class _Shared:
-    """The child's side of the shared-memory file: ``slots`` slots of one size, set (with
-    room to spare) by the first step; a step that does not fit goes through the socket."""
+def _control(fd: int, slots: int) -> tuple[mmap.mmap, np.ndarray]:
+    """The control words of shared-memory file ``fd`` (sized by the parent), mapped."""
+    mem = mmap.mmap(fd, _control_bytes(slots))
+    return mem, np.frombuffer(mem, np.int64)
 
-    def __init__(self, fd: int, slots: int) -> None:
-        self.fd, self.slots = fd, slots
+
+class _ChildLink:
+    """A worker process's end of its link to the loop's process: the socket, and the
+    shared-memory file ``fd`` (-1: none) with ``slots`` slots of one size, set (with room to
+    spare) by the first step. ``graph`` is the device graph's host pass to run on each step,
+    or None (the parent changes it with a message)."""
+
+    def __init__(self, conn: Connection, fd: int, slots: int, counters: bool, park_s: float,
+                 graph: Any) -> None:
+        self.conn, self.fd, self.slots, self.park_s, self.graph = conn, fd, slots, park_s, graph
+        self.counters = counters and fd >= 0
+        self.made = 0  # steps published
+        self.credit = 0  # credits received and not used (socket mode)
+        self.seen = 0  # the parent's messages read (counter mode)
+        self.last_wait = 0.0  # seconds the last wait for credit took (counter mode)
         self.slot_bytes = 0
         self.mem: mmap.mmap | None = None
+        self.ctrl_mem, self.ctrl = _control(fd, slots) if fd >= 0 else (None, None)
 
-    def write(self, k: int, bufs: list[np.ndarray]) -> tuple[int, int, int] | None:
-        """Copy ``bufs`` into the slot of own step ``k``: (offset, file size, bytes), or None."""
-        total = sum(b.size for b in bufs)
+    def _handle(self, msg: bytes) -> bool:
+        """A message from the parent (False: stop)."""
+        if not msg:
+            return False
+        if msg[:1] == b"G":  # from now on, also the host pass of the device graph (or no more)
+            self.graph = pickle.loads(msg[1:]) if len(msg) > 1 else None
+        elif not self.counters:
+            self.credit += len(msg)  # b"+" per step it may compute
+        return True
+
+    def take(self) -> bool:
+        """Wait until the parent allows one more step; False: stop (the parent said so, or
+        nobody took a step for ``park_s`` seconds: this process parks)."""
+        if self.counters:
+            return self._take_counted()
+        while True:  # read what the parent sent (credit, or a message that applies from this step on)
+            if not select.select([self.conn], [], [], 0 if self.credit else self.park_s)[0]:
+                if self.credit:
+                    break
+                self.conn.send(("parked",))
+                return False
+            if not self._handle(self.conn.recv_bytes()):
+                return False
+        self.credit -= 1
+        return True
+
+    def _take_counted(self) -> bool:
+        ctrl = self.ctrl
+        assert ctrl is not None
+        while ctrl[_MESSAGES] > self.seen:  # the parent sent a message (found with no system call)
+            msg = self.conn.recv_bytes()
+            if msg != _CREDIT:  # not a wake-up the parent sent earlier
+                self.seen += 1
+                if not self._handle(msg):
+                    return False
+        if self.made - ctrl[_TAKEN] < self.slots:
+            return True
+        # No credit: look again every quarter of the last wait. In steady state a worker ahead
+        # of the loop waits about as long as its slack once the credit comes, so it notices in
+        # time, with a few wake-ups a step; the parent wakes it when it waits for it.
+        nap = min(max(self.last_wait / 4, _NAP_MIN_S), _NAP_MAX_S)
+        t0 = time.monotonic()
+        ctrl[_CHILD_WAITS] = 1
+        try:
+            while self.made - ctrl[_TAKEN] >= self.slots:
+                if time.monotonic() - t0 > self.park_s:
+                    self.conn.send(("parked",))
+                    return False
+                if select.select([self.conn], [], [], nap)[0]:
+                    msg = self.conn.recv_bytes()
+                    if msg != _CREDIT:
+                        self.seen += 1
+                        if not self._handle(msg):
+                            return False
+        finally:
+            ctrl[_CHILD_WAITS] = 0
+        self.last_wait = time.monotonic() - t0
+        return True
+
+    def publish(self, extra: Any, vals: dict[int, list[BatchData]]) -> None:
+        """Hand a step's values to the parent (read back by :meth:`_Receiver.receive`)."""
+        heads, bufs = [], []
+        for nid, bds in vals.items():
+            packed = [_pack(bd) for bd in bds]
+            heads.append((nid, [h for h, _ in packed]))
+            bufs.extend(b for _, b in packed if b is not None and b.size)
+        s = self.made % self.slots
+        ctrl = self.ctrl
+        if ctrl is not None and self._write(s, pickle.dumps((extra, heads), protocol=5), bufs):
+            self.made += 1
+            if not self.counters:
+                self.conn.send(("slot",))
+                return
+            ctrl[_MADE] = self.made
+            if ctrl[_PARENT_WAITS]:
+                self.conn.send_bytes(_WAKE)
+            return
+        if ctrl is not None:
+            ctrl[_SLOT_WORDS + 2 * s] = -1
+        self.conn.send(("ok", extra, heads))
+        for b in bufs:
+            self.conn.send_bytes(b)
+        self.made += 1
+        if self.counters:
+            ctrl[_MADE] = self.made
+
+    def _write(self, s: int, head: bytes, bufs: list[np.ndarray]) -> bool:
+        """Copy the header and ``bufs`` into slot ``s``; False if they do not fit."""
+        room = -(-len(head) // 64) * 64  # the data starts aligned after the header
+        total = room + sum(b.size for b in bufs)
         if self.mem is None:
             self.slot_bytes = max(1 << 16, (2 * total + 4095) & ~4095)  # twice the first step, in pages
-            os.ftruncate(self.fd, self.slots * self.slot_bytes)
-            self.mem = mmap.mmap(self.fd, self.slots * self.slot_bytes)
+            control = _control_bytes(self.slots)
+            os.ftruncate(self.fd, control + self.slots * self.slot_bytes)
+            self.mem = mmap.mmap(self.fd, self.slots * self.slot_bytes, offset=control)
+            self.ctrl[_SLOT_BYTES] = self.slot_bytes
         if total > self.slot_bytes:
-            return None
-        at = base = (k % self.slots) * self.slot_bytes
+            return False
+        base = s * self.slot_bytes
+        self.mem[base:base + len(head)] = head
+        at = base + room
         for b in bufs:
             self.mem[at:at + b.size] = b
             at += b.size
-        return base, self.slots * self.slot_bytes, total
-
-
-def send_step(conn: Connection, shared: _Shared | None, k: int, extra: Any,
-              vals: dict[int, list[BatchData]]) -> None:
-    """Send own step ``k``'s values (read back by :meth:`_Receiver.step`)."""
-    heads, bufs = [], []
-    for nid, bds in vals.items():
-        packed = [_pack(bd) for bd in bds]
-        heads.append((nid, [h for h, _ in packed]))
-        bufs.extend(b for _, b in packed if b is not None and b.size)
-    where = shared.write(k, bufs) if shared is not None else None
-    conn.send(("ok", extra, heads, where))
-    if where is None:
-        for b in bufs:
-            conn.send_bytes(b)
+        self.ctrl[_SLOT_WORDS + 2 * s] = len(head)
+        self.ctrl[_SLOT_WORDS + 2 * s + 1] = total - room
+        return True
 
 
 class _Receiver:
-    """The parent's side of one worker's results (socket, plus its shared-memory file)."""
+    """The parent's end of one worker's link (see :class:`_ChildLink`); it sizes the control
+    words of the shared-memory file ``fd`` (-1: none) before the child starts."""
 
-    def __init__(self, conn: Connection, fd: int) -> None:
-        self.conn, self.fd = conn, fd
+    def __init__(self, conn: Connection, fd: int, slots: int, counters: bool) -> None:
+        self.conn, self.fd, self.slots = conn, fd, slots
+        self.counters = counters and fd >= 0
+        self.taken = 0  # steps received
         self.mem: mmap.mmap | None = None
+        if fd >= 0:
+            os.ftruncate(fd, _control_bytes(slots))
+        self.ctrl_mem, self.ctrl = _control(fd, slots) if fd >= 0 else (None, None)
         # One poll object for the connection's life: Connection.poll builds a selector per call.
         self._poll = select.poll()
         self._poll.register(conn.fileno(), select.POLLIN)
 
-    def ready(self, timeout: float) -> bool:
-        """Whether a message (or the end of the connection) arrives within ``timeout`` seconds."""
-        return bool(self._poll.poll(timeout * 1000))
+    def tell(self, msg: bytes) -> None:
+        """Send the child a message: the device graph's host pass (b"G" + pickle, or b"G":
+        none), or b"" (stop)."""
+        self.conn.send_bytes(msg)
+        if self.counters:
+            self.ctrl[_MESSAGES] += 1
 
-    def step(self, msg: tuple) -> tuple[Any, dict[int, list[BatchData]]]:
-        """The rest of a step :func:`send_step` sent, after its header ``msg``."""
-        _, extra, heads, where = msg
-        if where is None:
-            def read(n: int) -> np.ndarray:
-                buf = np.empty(n, np.uint8)
-                if n:
-                    self.conn.recv_bytes_into(buf)
-                return buf
+    def receive(self, proc: subprocess.Popen) -> tuple:
+        """The child's next step, ``("ok", extra, vals)``, or what it said instead
+        (``("err", ...)``, ``("parked",)``), or ``("exited", code)`` if it died."""
+        if self.counters:
+            ctrl = self.ctrl
+            while ctrl[_MADE] <= self.taken:
+                msg = self._wait(proc)
+                if msg is not None:
+                    return msg
+            s = self.taken % self.slots
+            return self._from_slot(s) if ctrl[_SLOT_WORDS + 2 * s] >= 0 else self._message()
+        while not self._poll.poll(_POLL_S * 1000):
+            if proc.poll() is not None:
+                return ("exited", proc.returncode)
+        return self._message()
+
+    def _wait(self, proc: subprocess.Popen) -> tuple | None:
+        """Sleep until the child wakes this side or a timeout passes (counter mode); a message
+        it sent meanwhile (a step through the socket, an error), or None."""
+        ctrl = self.ctrl
+        ctrl[_PARENT_WAITS] = 1
+        try:
+            if ctrl[_MADE] > self.taken:
+                return None
+            if ctrl[_CHILD_WAITS]:  # it has not seen its credit yet
+                try:
+                    self.conn.send_bytes(_CREDIT)
+                except OSError:  # it parked: the socket says so
+                    pass
+            if self._poll.poll(_WAIT_S * 1000):
+                return self._message()
+            if proc.poll() is not None and ctrl[_MADE] <= self.taken:
+                return ("exited", proc.returncode)
+            return None
+        finally:
+            ctrl[_PARENT_WAITS] = 0
+
+    def _message(self) -> tuple | None:
+        """The child's next message on the socket, a step read in full; None for a wake-up."""
+        data = self.conn.recv_bytes()
+        if data == _WAKE:
+            return None
+        msg = pickle.loads(data)
+        if msg[0] == "slot":
+            return self._from_slot(self.taken % self.slots)
+        if msg[0] != "ok":
+            return msg
+
+        def read(n: int) -> np.ndarray:
+            buf = np.empty(n, np.uint8)
+            if n:
+                self.conn.recv_bytes_into(buf)
+            return buf
+        return self._took(msg[1], msg[2], read)
+
+    def _from_slot(self, s: int) -> tuple:
+        ctrl = self.ctrl
+        if self.mem is None:
+            self.mem = mmap.mmap(self.fd, self.slots * int(ctrl[_SLOT_BYTES]), offset=_control_bytes(self.slots))
+        base = s * int(ctrl[_SLOT_BYTES])
+        head = int(ctrl[_SLOT_WORDS + 2 * s])
+        extra, heads = pickle.loads(self.mem[base:base + head])
+        at = base + -(-head // 64) * 64
+        step = np.frombuffer(self.mem, np.uint8, int(ctrl[_SLOT_WORDS + 2 * s + 1]), at).copy()  # one copy
+        at = 0
+
+        def read(n: int) -> np.ndarray:
+            nonlocal at
+            at += n
+            return step[at - n:at]
+        return self._took(extra, heads, read)
+
+    def _took(self, extra: Any, heads: list, read: Any) -> tuple:
+        """The step's values; its slot (or its credit) goes back to the child."""
+        vals = {nid: [_unpack(h, read) for h in hs] for nid, hs in heads}
+        self.taken += 1
+        if self.counters:
+            self.ctrl[_TAKEN] = self.taken
         else:
-            base, size, total = where
-            if self.mem is None or len(self.mem) < size:
-                self.mem = mmap.mmap(self.fd, size)
-            step = np.frombuffer(self.mem, np.uint8, total, base).copy()  # one copy for the step
-            at = 0
-
-            def read(n: int) -> np.ndarray:
-                nonlocal at
-                at += n
-                return step[at - n:at]
-        return extra, {nid: [_unpack(h, read) for h in hs] for nid, hs in heads}
+            try:
+                self.conn.send_bytes(_CREDIT)
+            except OSError:  # it parked meanwhile: its next message says so
+                pass
+        return "ok", extra, vals
 
     def close(self) -> None:
-        if self.mem is not None:
-            self.mem.close()
-            self.mem = None
+        # The mappings go with their last reference (a thread still in receive() keeps them
+        # until it leaves): closing them here could pull memory from under that thread.
+        self.mem = self.ctrl_mem = self.ctrl = None
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -356,20 +543,22 @@ class ProcessWorker:
         self._allowance = max(1, -(-depth // processes))
         # Filled and emptied in place: the finalizer below closes whatever they hold when
         # this worker is garbage-collected with its loop (a dropped reader).
-        self._conns: list[Connection] = []
         self._receivers: list[_Receiver] = []
         self._procs: list[subprocess.Popen] = []
-        weakref.finalize(self, _shutdown, self._conns, self._procs, self._receivers)
+        weakref.finalize(self, _shutdown, self._procs, self._receivers)
         self._next = 0
         self._start()
 
     def _start(self) -> None:
         """Start the processes at step ``self._next`` (counted from the first pipeline step)."""
-        payload = pickle.dumps(dict(self._spec, slots=self._allowance, start=self._next, park_s=PARK_AFTER_S))
+        counters = SHARED_COUNTERS
+        payload = pickle.dumps(dict(self._spec, slots=self._allowance, start=self._next, park_s=PARK_AFTER_S,
+                                    counters=counters))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         for j in range(self._processes):
             ours, theirs = socket.socketpair()
             shm = os.memfd_create(f"ndd-capture-{j}") if hasattr(os, "memfd_create") else -1
+            receiver = _Receiver(Connection(ours.detach()), shm, self._allowance, counters)
             fds = [theirs.fileno()] + ([shm] if shm >= 0 else [])
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ndd_capture._worker", str(theirs.fileno()), str(j),
@@ -377,64 +566,54 @@ class ProcessWorker:
                 pass_fds=fds, env=env, stdin=subprocess.DEVNULL,
             )
             theirs.close()
-            conn = Connection(ours.detach())
-            self._receivers.append(_Receiver(conn, shm))
-            conn.send_bytes(payload)
-            conn.send_bytes(b"+" * self._allowance)
-            self._conns.append(conn)
+            self._receivers.append(receiver)
             self._procs.append(proc)
+            receiver.conn.send_bytes(payload)
+            if not receiver.counters:
+                receiver.conn.send_bytes(_CREDIT * self._allowance)
 
     def get(self) -> Any:
-        j = self._next % len(self._conns)
-        conn, proc, receiver = self._conns[j], self._procs[j], self._receivers[j]
+        j = self._next % len(self._receivers)
         try:
-            while not receiver.ready(_POLL_S):
-                if proc.poll() is not None:
-                    return Failure(RuntimeError(
-                        f"capture worker process {j} exited unexpectedly (exit code {proc.returncode})"))
-            msg = conn.recv()
-            if msg[0] == "parked":  # the loop was idle: start again where it stands
-                self.close()
-                self._start()
-                return self.get()
-            if msg[0] == "ok":
-                extra, vals = receiver.step(msg)
+            msg = self._receivers[j].receive(self._procs[j])
         except (EOFError, OSError) as e:
             return Failure(RuntimeError(f"capture worker process {j} closed its connection ({e})"))
+        if msg[0] == "parked":  # the loop was idle: start again where it stands
+            self.close()
+            self._start()
+            return self.get()
+        if msg[0] == "exited":
+            return Failure(RuntimeError(f"capture worker process {j} exited unexpectedly (exit code {msg[1]})"))
         if msg[0] == "err":
             err = msg[1]
             err.__cause__ = RuntimeError(f"in capture worker process {j}:\n{msg[2]}")
             return Failure(err, msg[3])
-        src = vals[0]
-        try:
-            conn.send_bytes(b"+")
-        except OSError:  # it parked meanwhile: its next get() reads why
-            pass
+        _, extra, vals = msg
         self._next += 1
         outs = self._rebuild([Batch._wrap(bd, m.dtype, m.layout, CPU, m.ndim, self._batch_size)
-                              for bd, m in zip(src, self._meta)])
+                              for bd, m in zip(vals[0], self._meta)])
         return extra, outs, vals
 
     def set_graph_host(self, payload: bytes | None) -> None:
         """From their next steps on, the processes also run the host pass of the device graph
         (``payload`` from :func:`graph_host_spec`), or no longer (None); restarted ones too."""
         self._spec["graph"] = payload
-        for conn in list(self._conns):
+        for r in list(self._receivers):
             try:
-                conn.send_bytes(b"G" + (payload or b""))
+                r.tell(b"G" + (payload or b""))
             except (OSError, ValueError):  # it parked or was closed meanwhile: a restart sends the spec
                 pass
 
     def close(self) -> None:
-        _shutdown(self._conns, self._procs, self._receivers)
+        _shutdown(self._procs, self._receivers)
 
 
-def _shutdown(conns: list[Connection], procs: list[subprocess.Popen], receivers: list[_Receiver]) -> None:
+def _shutdown(procs: list[subprocess.Popen], receivers: list[_Receiver]) -> None:
     """Tell the processes to stop, wait for them (kill after 2 s) and empty the lists."""
-    for conn in conns:
+    for r in receivers:
         try:
-            conn.send_bytes(b"")
-            conn.close()
+            r.tell(b"")
+            r.conn.close()
         except OSError:
             pass
     for p in procs:
@@ -445,7 +624,6 @@ def _shutdown(conns: list[Connection], procs: list[subprocess.Popen], receivers:
             p.wait(timeout=2)
     for r in receivers:
         r.close()
-    conns.clear()
     procs.clear()
     receivers.clear()
 
