@@ -461,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name}: {line}", flush=True)
         rep = ndd.capture.report() if capture else None
         if rep is not None:
-            print(f"    pipeline: {rep.worker}", flush=True)
+            print(f"    pipeline: {rep.worker}; the loop waited for it on {rep.waits} of {rep.steps} steps "
+                  f"({rep.waited_s:.2f} s)", flush=True)
             if rep.device_graph is not None:
                 g = rep.device_graph
                 print(f"    device graph: {g.replayed} steps replayed, {g.kernel_by_kernel} kernel by kernel "

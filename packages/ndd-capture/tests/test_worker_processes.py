@@ -524,3 +524,42 @@ def test_a_failed_read_is_raised_in_its_epoch_and_the_reader_reads_on(tmp_path):
         ndd.capture.set_worker_processes(None)
     assert logs[12] == [(0, 0), (0, 4), (0, 8), (0, "end"), (1, "error"), (2, "error")]
     assert logs[1] == [(0, "error"), (1, 0), (1, 4), (1, 8), (1, "end"), (2, 12), (2, 16), (2, 20), (2, "end")]
+
+
+def test_the_report_counts_the_steps_the_loop_waited_for():
+    """A get() whose result is not computed yet counts as a wait, with its time; one that
+    finds its result ready (the pipeline ran ahead while the loop was busy) does not."""
+    from ndd_capture._pipeline import Worker
+    from ndd_capture._report import CaptureReport
+
+    report = CaptureReport(1)
+    w = Worker(iter(range(4)), lambda item, k: (time.sleep(0.05), item)[1], depth=1)
+    w.count_waits(report)
+    try:
+        assert [w.get(), w.get()] == [0, 1]
+        assert report.waits == 2 and report.waited_s >= 0.08
+        time.sleep(0.3)  # the loop is busy: the next step is computed meanwhile
+        assert w.get() == 2 and report.waits == 2
+        assert w.get() == 3 and report.waits == 3
+    finally:
+        w.close()
+    assert "the loop waited for it on 3 steps" in CaptureReport(1, worker="threads", waits=3).summary()
+
+
+@pytest.mark.usefixtures("eval_mode")  # capture is independent of EvalMode
+def test_worker_processes_ahead_of_a_slow_loop_are_not_waited_for(lmdb_path):
+    """Worker processes keep ahead of a loop whose body takes 30 ms: the loop waits for
+    their start (the first pipeline step) and then hardly ever."""
+    ndd.capture.set_worker_processes(2)
+    try:
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        for _ in range(2):
+            for jpegs, _labels in reader.next_epoch(batch_size=8, capture=True):
+                ndd.decoders.image(jpegs, output_type=ndd.types.GRAY)
+                time.sleep(0.03)
+        report = ndd.capture.report()
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert report.worker == "2 process(es)" and report.steps == 10
+    assert 1 <= report.waits <= 3 and report.waited_s > 0, report.summary()
+    assert report.to_dict()["waits"] == report.waits

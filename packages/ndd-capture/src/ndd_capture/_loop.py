@@ -776,8 +776,10 @@ class CaptureLoop:
                 else:
                     self.worker = processes
                     self.report.worker = f"{procs} process(es)"
+                self.worker.count_waits(self.report)
                 return
         self.worker = Worker(source, self.compute, self.depth, self.ctx.num_threads)
+        self.worker.count_waits(self.report)
         self.report.worker = self.report.worker or "threads"
 
     def _device_graph(self, processes: ProcessWorker, on_thread: bool) -> DeviceGraph | None:

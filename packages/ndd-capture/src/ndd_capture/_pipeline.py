@@ -80,6 +80,7 @@ class Worker:
         self._next_read = 0
         self._next_get = 0
         self._finished = False
+        self.report: Any = None  # the loop's CaptureReport, which counts the waits of get()
         self._stop = False
         _LIVE.add(self)
 
@@ -154,13 +155,21 @@ class Worker:
     def get(self) -> Any:
         """The next step's result in order (END when the source ran out, or a Failure)."""
         with self._cv:
-            while self._next_get not in self._results:
-                self._start_threads()
-                self._cv.wait(0.05)
+            if self._next_get not in self._results:
+                t0 = time.perf_counter()
+                while self._next_get not in self._results:
+                    self._start_threads()
+                    self._cv.wait(0.05)
+                if self.report is not None:
+                    self.report.waited(time.perf_counter() - t0)
             item = self._results.pop(self._next_get)
             self._next_get += 1
             self._cv.notify_all()
             return item
+
+    def count_waits(self, report: Any) -> None:
+        """Count in ``report`` each get() that had to wait (the loop calls this worker)."""
+        self.report = report
 
     def close(self) -> None:
         """Stop the threads and drop computed results."""

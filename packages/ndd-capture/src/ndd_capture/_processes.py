@@ -230,6 +230,7 @@ _WAKE = b"!"  # child to parent: a step is published (the parent was waiting for
 _CREDIT = b"+"  # parent to child: a credit (socket mode); a wake-up (counter mode)
 _WAIT_S = 0.01  # a waiting side looks at the counts again after this long (counter mode)
 _NAP_MIN_S, _NAP_MAX_S = 5e-5, 2e-3  # a child waiting for credit looks this often (see _ChildLink.take)
+_IDLE_AFTER_S, _IDLE_NAP_S = 0.1, 0.02  # ... and this often once the loop has paused this long
 
 
 def _control_bytes(slots: int) -> int:
@@ -338,15 +339,19 @@ class _ChildLink:
             return True
         # No credit: look again every quarter of the last wait. In steady state a worker ahead
         # of the loop waits about as long as its slack once the credit comes, so it notices in
-        # time, with a few wake-ups a step; the parent wakes it when it waits for it.
+        # time, with a few wake-ups a step; the parent wakes it when it waits for it. A loop
+        # that pauses (validation, a checkpoint) gets fewer looks.
         nap = min(max(self.last_wait / 4, _NAP_MIN_S), _NAP_MAX_S)
         t0 = time.monotonic()
         ctrl[_CHILD_WAITS] = 1
         try:
             while self.made - ctrl[_TAKEN] >= self.slots:
-                if time.monotonic() - t0 > self.park_s:
+                waited = time.monotonic() - t0
+                if waited > self.park_s:
                     self.conn.send(("parked",))
                     return False
+                if waited > _IDLE_AFTER_S:
+                    nap = _IDLE_NAP_S
                 if select.select([self.conn], [], [], nap)[0]:
                     msg = self.conn.recv_bytes()
                     if msg != _CREDIT:
@@ -423,6 +428,12 @@ class _Receiver:
         # One poll object for the connection's life: Connection.poll builds a selector per call.
         self._poll = select.poll()
         self._poll.register(conn.fileno(), select.POLLIN)
+
+    def has_step(self) -> bool:
+        """Whether the child's next step (or message) is there already."""
+        if self.counters:
+            return bool(self.ctrl[_MADE] > self.taken)
+        return bool(self._poll.poll(0))
 
     def tell(self, msg: bytes) -> None:
         """Send the child a message: the device graph's host pass (b"G" + pickle, or b"G":
@@ -547,7 +558,12 @@ class ProcessWorker:
         self._procs: list[subprocess.Popen] = []
         weakref.finalize(self, _shutdown, self._procs, self._receivers)
         self._next = 0
+        self.report: Any = None  # the loop's CaptureReport, which counts the waits of get()
         self._start()
+
+    def count_waits(self, report: Any) -> None:
+        """Count in ``report`` each get() that had to wait (the loop calls this worker)."""
+        self.report = report
 
     def _start(self) -> None:
         """Start the processes at step ``self._next`` (counted from the first pipeline step)."""
@@ -574,10 +590,15 @@ class ProcessWorker:
 
     def get(self) -> Any:
         j = self._next % len(self._receivers)
+        receiver = self._receivers[j]
+        t0 = time.perf_counter() if self.report is not None and not receiver.has_step() else None
         try:
-            msg = self._receivers[j].receive(self._procs[j])
+            msg = receiver.receive(self._procs[j])
         except (EOFError, OSError) as e:
             return Failure(RuntimeError(f"capture worker process {j} closed its connection ({e})"))
+        finally:
+            if t0 is not None:
+                self.report.waited(time.perf_counter() - t0)
         if msg[0] == "parked":  # the loop was idle: start again where it stands
             self.close()
             self._start()
@@ -645,6 +666,9 @@ class SplitWorker:
     def get(self) -> Any:
         return self._thread.get()
 
+    def count_waits(self, report: Any) -> None:
+        self._thread.count_waits(report)
+
     def close(self) -> None:
         self._thread.close()
         self._processes.close()
@@ -669,6 +693,9 @@ class OnLoopThread:
             return self._compute(item, k)
         except BaseException as e:  # noqa: BLE001 - delivered to the loop, like the other workers'
             return Failure(e, item[0])
+
+    def count_waits(self, report: Any) -> None:
+        self._processes.count_waits(report)
 
     def close(self) -> None:
         self._processes.close()

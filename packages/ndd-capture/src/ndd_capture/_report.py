@@ -90,6 +90,16 @@ class CaptureReport:
     traced: bool = False
     worker: str = ""  # how the pipeline runs: "threads" or "N process(es)" (and why not)
     device_graph: DeviceGraphStats | None = None  # set when the GPU part may run as a device graph
+    # Steps whose data the pipeline did not have ready when the loop asked for them, and the
+    # seconds the loop waited for them in all (ours): when the loop waits, the loader holds
+    # the training back; when it never does, the training step is what bounds the loop.
+    waits: int = 0
+    waited_s: float = 0.0
+
+    def waited(self, seconds: float) -> None:
+        """Count one step the loop waited ``seconds`` for (called by the pipeline)."""
+        self.waits += 1
+        self.waited_s += seconds
 
     def summary(self) -> str:
         n = len(self.sites)
@@ -100,6 +110,8 @@ class CaptureReport:
         return (f"capture: {cap}/{n} call sites captured; {rep} calls replayed, {eag} run eagerly, "
                 f"{len(self.fallbacks)} fallbacks over {self.steps} steps"
                 + (f"; pipeline on {self.worker}" if self.worker else "")
+                + (f"; the loop waited for it on {self.waits} step{'' if self.waits == 1 else 's'} "
+                   f"({self.waited_s:.2f} s)" if self.worker else "")
                 + (f"; device graph: {g.replayed} steps replayed, {g.kernel_by_kernel} kernel by kernel"
                    if g is not None else ""))
 
@@ -108,6 +120,8 @@ class CaptureReport:
             "batch_size": self.batch_size,
             "steps": self.steps,
             "worker": self.worker,
+            "waits": self.waits,
+            "waited_s": self.waited_s,
             "device_graph": None if self.device_graph is None else asdict(self.device_graph),
             "summary": self.summary(),
             "sites": [asdict(s) for s in self.sites],
