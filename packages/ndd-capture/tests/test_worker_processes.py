@@ -398,11 +398,15 @@ def test_a_worker_computes_no_further_ahead_than_its_slots(link_pair):
     t.join(2)
 
 
+@pytest.mark.parametrize("select_fds", [1024, 0], ids=["select", "poll"])  # poll: a descriptor >= FD_SETSIZE
 @pytest.mark.parametrize("link_pair", list(_LINKS), indirect=True)
-def test_link_messages_parking_and_exit(link_pair):
+def test_link_messages_parking_and_exit(link_pair, select_fds, monkeypatch):
     """The parent's messages reach a child that has credit (a new device graph host pass,
     then stop); a child nobody takes steps from parks and says so after the steps it made;
     a child that died is reported with its exit code."""
+    from ndd_capture import _processes as P
+
+    monkeypatch.setattr(P, "_SELECT_FDS", select_fds)
     rec, link = link_pair(slots=1, park_s=0.2)
     rec.tell(b"G" + pickle.dumps({"graph": 1}))
     assert link.take() and link.graph == {"graph": 1}

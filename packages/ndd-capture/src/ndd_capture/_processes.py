@@ -231,6 +231,7 @@ _CREDIT = b"+"  # parent to child: a credit (socket mode); a wake-up (counter mo
 _WAIT_S = 0.01  # a waiting side looks at the counts again after this long (counter mode)
 _NAP_MIN_S, _NAP_MAX_S = 5e-5, 2e-3  # a child waiting for credit looks this often (see _ChildLink.take)
 _IDLE_AFTER_S, _IDLE_NAP_S = 0.1, 0.02  # ... and this often once the loop has paused this long
+_SELECT_FDS = 1024  # select() takes descriptors below this (FD_SETSIZE)
 
 
 def _control_bytes(slots: int) -> int:
@@ -299,6 +300,16 @@ class _ChildLink:
         self.slot_bytes = 0
         self.mem: mmap.mmap | None = None
         self.ctrl_mem, self.ctrl = _control(fd, slots) if fd >= 0 else (None, None)
+        self._poll = select.poll()
+        self._poll.register(conn.fileno(), select.POLLIN)
+
+    def _readable(self, seconds: float) -> bool:
+        """Whether a message (or the end of the connection) arrives within ``seconds``:
+        select's microseconds where the descriptor fits its set, poll's milliseconds beyond."""
+        fd = self.conn.fileno()
+        if fd < _SELECT_FDS:
+            return bool(select.select([fd], [], [], seconds)[0])
+        return bool(self._poll.poll(seconds * 1000))
 
     def _handle(self, msg: bytes) -> bool:
         """A message from the parent (False: stop)."""
@@ -316,7 +327,7 @@ class _ChildLink:
         if self.counters:
             return self._take_counted()
         while True:  # read what the parent sent (credit, or a message that applies from this step on)
-            if not select.select([self.conn], [], [], 0 if self.credit else self.park_s)[0]:
+            if not self._readable(0 if self.credit else self.park_s):
                 if self.credit:
                     break
                 self.conn.send(("parked",))
@@ -352,7 +363,7 @@ class _ChildLink:
                     return False
                 if waited > _IDLE_AFTER_S:
                     nap = _IDLE_NAP_S
-                if select.select([self.conn], [], [], nap)[0]:
+                if self._readable(nap):
                     msg = self.conn.recv_bytes()
                     if msg != _CREDIT:
                         self.seen += 1
