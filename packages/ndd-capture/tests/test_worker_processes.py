@@ -398,6 +398,44 @@ def test_a_worker_computes_no_further_ahead_than_its_slots(link_pair):
     t.join(2)
 
 
+def test_a_step_on_the_socket_after_a_wake_up_left_there():
+    """Counter mode: a wake-up the parent no longer needed stays on the socket; a later
+    step too large for its slot follows it there, and the parent reads past the wake-up."""
+    import socket
+    import threading
+    from multiprocessing.connection import Connection
+
+    from ndd._storage import BatchData
+    from ndd_capture import _processes as P
+
+    a, b = socket.socketpair()  # its buffer holds the large step: the child does not block
+    parent, child = Connection(a.detach()), Connection(b.detach())
+    fd = os.memfd_create("ndd-test")
+    rec = P._Receiver(parent, fd, 1, True)
+    link = P._ChildLink(child, os.dup(fd), 1, True, 5.0, None)
+    try:
+        small = {0: [BatchData(dense=np.arange(8, dtype=np.int32))]}
+        big = {0: [BatchData(dense=np.arange(40_000, dtype=np.int32))]}  # 160 KB: more than the slot
+        rec.ctrl[P._PARENT_WAITS] = 1  # as if the parent were waiting: the child sends a wake-up
+        assert link.take()
+        link.publish("small", small)
+        rec.ctrl[P._PARENT_WAITS] = 0
+        assert parent.poll(1)  # the wake-up is on the socket
+        msg = rec.receive(_Alive())
+        assert msg[1] == "small" and msg[2][0][0].dense.tolist() == list(range(8))
+        t = threading.Thread(target=lambda: (link.take(), link.publish("big", big)))
+        t.start()
+        t.join(5)  # published before the parent looks: it finds the count raised, the step on the socket
+        assert rec.ctrl[P._MADE] == 2 and rec.ctrl[P._SLOT_WORDS] == -1
+        msg = rec.receive(_Alive())
+        assert msg[1] == "big"
+        np.testing.assert_array_equal(msg[2][0][0].dense, big[0][0].dense)
+    finally:
+        rec.close()
+        parent.close()
+        child.close()
+
+
 @pytest.mark.parametrize("select_fds", [1024, 0], ids=["select", "poll"])  # poll: a descriptor >= FD_SETSIZE
 @pytest.mark.parametrize("link_pair", list(_LINKS), indirect=True)
 def test_link_messages_parking_and_exit(link_pair, select_fds, monkeypatch):

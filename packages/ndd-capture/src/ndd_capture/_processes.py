@@ -463,7 +463,12 @@ class _Receiver:
                 if msg is not None:
                     return msg
             s = self.taken % self.slots
-            return self._from_slot(s) if ctrl[_SLOT_WORDS + 2 * s] >= 0 else self._message()
+            if ctrl[_SLOT_WORDS + 2 * s] >= 0:
+                return self._from_slot(s)
+            while True:  # the step went through the socket, after any wake-ups left there
+                msg = self._message()
+                if msg is not None:
+                    return msg
         while not self._poll.poll(_POLL_S * 1000):
             if proc.poll() is not None:
                 return ("exited", proc.returncode)
