@@ -65,6 +65,47 @@ def test_reader_class_in_main_runs_on_threads(lmdb_path, tmp_path):
     assert worker.startswith("threads (processes unavailable") and "MyReader is defined in __main__" in worker
 
 
+@pytest.mark.parametrize("counters", sorted({_SHARED_COUNTERS, False}))  # both links where the CPU allows
+def test_steps_that_outgrow_their_shared_memory_slot_take_the_socket(tmp_path, monkeypatch, counters):
+    """The slots are sized by the first step; later steps of larger images no longer fit
+    and travel through the socket, in order, with the same results as eager mode."""
+    import cv2
+
+    from ndd_capture import _processes
+    from ndd_readers._caffe2 import write_caffe2_lmdb
+
+    monkeypatch.setattr(_processes, "SHARED_COUNTERS", counters)
+    rng = np.random.default_rng(3)
+    records = []
+    for i in range(40):
+        side = 8 if i < 24 else 128  # each worker's first step small, the last two about 300 KB
+        img = rng.integers(0, 255, (side, side), dtype=np.uint8)
+        records.append((cv2.imencode(".jpg", img)[1].tobytes(), i))
+    write_caffe2_lmdb(str(tmp_path), records)
+
+    def run(capture):
+        reader = ndd.readers.Caffe2(path=str(tmp_path))
+        out = []
+        for i, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=8, capture=capture)):
+            if i % 2:
+                time.sleep(0.02)  # the workers get ahead (and wait for credit) on some steps
+            images = ndd.decoders.image(jpegs, output_type=ndd.types.GRAY)
+            out.append((np.asarray(ndd.as_tensor(labels)).ravel().tolist(), np.array(ndd.as_tensor(images))))
+        return out
+
+    eager = run(False)
+    ndd.capture.set_worker_processes(2)
+    try:
+        captured = run(True)
+        worker = ndd.capture.report().worker
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert worker == "2 process(es)"
+    assert [c[0] for c in captured] == [e[0] for e in eager] == [list(range(k, k + 8)) for k in range(0, 40, 8)]
+    for (_, a), (_, b) in zip(captured, eager):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.usefixtures("eval_mode")  # capture is independent of EvalMode
 def test_large_steps_stay_on_threads(lmdb_path, monkeypatch):
     """Steps with large results (big images) run on threads: their kernels release the
