@@ -367,6 +367,8 @@ def link_pair(request):
     for rec, link in made:
         rec.close()
         link.conn.close()
+        if link.fd >= 0:  # the child's copy of the file (a worker process's closes at its exit)
+            os.close(link.fd)
 
 
 def _step_values(rng, n=16, big=False):
@@ -475,6 +477,7 @@ def test_a_step_on_the_socket_after_a_wake_up_left_there():
         rec.close()
         parent.close()
         child.close()
+        os.close(link.fd)
 
 
 @pytest.mark.parametrize("select_fds", [1024, 0], ids=["select", "poll"])  # poll: a descriptor >= FD_SETSIZE
