@@ -175,3 +175,27 @@ def test_random_tensor_in_batch_context_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ndd.testplugin.scale(ndd.tensor(np.ones(1, np.float32)), factor=t)  # sample mode: fine
+
+
+@pytest.mark.parametrize("n", [3, 40_000])
+def test_long_number_lists_convert_and_fail_like_short_ones(n):
+    """Long FLOATS/INTS lists (box_encoder's anchors) take a whole-list check; the values and
+    the errors are those of the value-by-value one."""
+    from ndd._schema import FLOATS, INTS, Arg, convert_arg
+
+    floats, ints = Arg(FLOATS), Arg(INTS)
+    vals = [0.5, 1, 2.25] * (n // 3)
+    got = convert_arg("op", "anchors", floats, vals)
+    assert type(got) is tuple and got == tuple(float(v) for v in vals)
+    assert all(type(v) is float for v in got)
+    assert convert_arg("op", "anchors", floats, np.asarray(vals, np.float32)) == got  # from NumPy
+    assert convert_arg("op", "shape", ints, [3, 4] * (n // 2)) == (3, 4) * (n // 2)
+    assert convert_arg("op", "shape", ints, [3, np.int64(4)] * (n // 2)) == (3, 4) * (n // 2)
+    with pytest.raises(ValueError, match=r"argument 'anchors' must be finite, got nan"):
+        convert_arg("op", "anchors", floats, vals[:-1] + [float("nan")])
+    with pytest.raises(TypeError, match="argument 'anchors' expects a float"):
+        convert_arg("op", "anchors", floats, vals[:-1] + [True])
+    with pytest.raises(TypeError, match="argument 'shape' expects an int"):
+        convert_arg("op", "shape", ints, [3] * (n - 1) + [2.5])
+    fill = convert_arg("op", "fill_value", floats, [1.0] * (n - 1) + [float("inf")])  # non-finite allowed there
+    assert fill[-1] == float("inf") and len(fill) == n

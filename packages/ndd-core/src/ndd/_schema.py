@@ -105,6 +105,21 @@ def _flatten(op: str, name: str, v: list | tuple) -> list:
     return arr.ravel().tolist()
 
 
+def _plain_numbers(items: list, floats: bool, non_finite_ok: bool) -> tuple | None:
+    """``items`` as the tuple ``convert_arg`` makes of them, when they are plain Python ints
+    (and floats, for a float list; finite unless allowed): checked a whole list at a time,
+    which for long lists (box_encoder's tens of thousands of anchor values) is ten times
+    faster than value by value. None for anything else, which the value-by-value path checks
+    and reports."""
+    kinds = set(map(type, items))
+    if floats and kinds <= {float, int}:
+        vals = tuple(map(float, items))
+        return vals if non_finite_ok or all(map(math.isfinite, vals)) else None
+    if not floats and kinds <= {int}:
+        return tuple(items)
+    return None
+
+
 def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
     """Check and normalise a constant (non-Batch) argument value."""
     if isinstance(v, Tensor):
@@ -174,7 +189,11 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
     if k in (INTS, FLOATS):
         scalar = FLOAT if k == FLOATS else INT
         items = _flatten(op, name, v) if isinstance(v, (list, tuple)) else [v]
-        return tuple(convert_arg(op, name, Arg(scalar), x) for x in items)
+        fast = _plain_numbers(items, k == FLOATS, name in NON_FINITE_OK)
+        if fast is not None:
+            return fast
+        one = Arg(scalar)
+        return tuple(convert_arg(op, name, one, x) for x in items)
     raise AssertionError(f"unknown argument kind {k}")
 
 
