@@ -229,7 +229,7 @@ def _coord_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     return [OutMeta(dt, m.ndim, m.layout)]
 
 
-def _coord_params(args: KernelArgs, i: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+def coord_transform_params(args: KernelArgs, i: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     """(M, T) for sample i and d-dimensional points. A flat M has out x d values (one value:
     a multiple of the identity), MT out x (d + 1), T out values (or one)."""
     mt, m, t = (args.sample(k, i) for k in ("MT", "M", "T"))
@@ -254,15 +254,31 @@ def _coord_params(args: KernelArgs, i: int, d: int) -> tuple[np.ndarray, np.ndar
     return lin, off
 
 
+def transform_points(x: Any, lin: Any, off: Any) -> Any:
+    """``x @ lin.T + off`` for points ``x`` (..., d), as a sum of products in a fixed order:
+    NumPy arrays or torch tensors alike, with no fused multiply-add in either (one operation
+    at a time), so the GPU kernel's values equal these exactly. (A matrix product's
+    rounding depends on its BLAS.)"""
+    y = off
+    for k in range(x.shape[-1]):
+        y = y + x[..., k:k + 1] * lin[..., k]
+    return y
+
+
+def check_points(i: int, shape: Sequence[int]) -> None:
+    """``coord_transform``'s sample ``i`` must be points: shape (..., ndim)."""
+    if len(shape) < 2 or shape[-1] == 0:
+        raise ValueError(f"Operator `coord_transform`: sample {i} has shape {tuple(shape)}; expected points "
+                         f"of shape (..., ndim), ndim at least 1")
+
+
 def _coord_transform_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     npd = ctx.output_meta[0].dtype.numpy_dtype
     out = []
     for i, x in enumerate(inputs[0].samples):
-        if x.ndim < 2:
-            raise ValueError(f"Operator `coord_transform`: sample {i} has shape {x.shape}; expected points "
-                             f"of shape (..., ndim)")
-        lin, off = _coord_params(args, i, x.shape[-1])
-        y = x.astype(np.float64) @ lin.T + off
+        check_points(i, x.shape)
+        lin, off = coord_transform_params(args, i, x.shape[-1])
+        y = transform_points(x.astype(np.float64), lin, off)
         out.append(y.astype(np.float32) if npd == np.float32 else saturate_cast(y, npd))
     return out
 

@@ -18,6 +18,14 @@ from typing import Any
 
 from . import _dispatch, _plugins
 from ._arith import result_types as arithm_result_types
+from ._bbox_args import (
+    BoxEncoding,
+    bb_flip_flags,
+    box_centers,
+    box_encoding,
+    check_box_encoder_sample,
+    sample_flags,
+)
 from ._builtins import upload_device, upload_host
 from ._dispatch import KernelArgs, KernelContext, PerSample, invoke
 from ._image_args import (
@@ -76,6 +84,7 @@ from ._saturate import cast_plan, saturate_cast
 from ._schema import Arg, OpSchema, OutMeta
 from ._shape_ops import slice_box
 from ._storage import BatchData, LazyBatchData
+from ._transforms import check_points, coord_transform_params, transform_points
 
 __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
@@ -91,7 +100,10 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "type_range", "warp_affine_params", "warp_size", "windows_per_sample",
            # ... and by the per-pixel kernels (_pixel_args)
            "ColorConversion", "GRAY_WEIGHTS", "color_conversion", "erase_axes", "erase_fill", "erase_regions",
-           "lookup_indices", "lookup_table_array", "x86_cast"]
+           "lookup_indices", "lookup_table_array", "x86_cast",
+           # ... by the box kernels (_bbox_args) and coord_transform's (_transforms)
+           "BoxEncoding", "bb_flip_flags", "box_centers", "box_encoding", "check_box_encoder_sample",
+           "sample_flags", "check_points", "coord_transform_params", "transform_points"]
 
 
 @dataclass

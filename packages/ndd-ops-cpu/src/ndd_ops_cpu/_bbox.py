@@ -7,39 +7,25 @@ to the bit (observed): ``bb_flip`` goes through ltrb even for xywh boxes, and
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from ndd.plugins import BatchData, KernelArgs, KernelContext
-
-from ._common import sample_name
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    bb_flip_flags,
+    box_centers,
+    box_encoding,
+    check_box_encoder_sample,
+)
 
 _F32 = np.float32
 _ONE = np.float32(1.0)
-_HALF = np.float32(0.5)
-
-
-def _flags(ctx: KernelContext, args: KernelArgs, name: str, n: int) -> np.ndarray:
-    """One bool per sample: whether the int argument ``name`` is non-zero."""
-    out = np.empty(n, bool)
-    for i, v in enumerate(args.per_sample(name)):
-        a = np.asarray(v)
-        if a.size != 1:
-            raise ValueError(f"Operator `{ctx.op}`: argument '{name}' must be one value per sample, "
-                             f"got shape {a.shape} for sample {i}")
-        out[i] = a.reshape(()) != 0
-    return out
-
 
 # -- bb_flip ----------------------------------------------------------------------
-
-
-def _check_flip_shape(ctx: KernelContext, bd: BatchData, i: int, shape: tuple[int, ...]) -> None:
-    if shape[-1] == 4 or (len(shape) == 1 and shape[0] % 4 == 0):
-        return
-    raise ValueError(f"Operator `{ctx.op}`: {sample_name(ctx, bd, i)} must hold boxes of 4 values, shape (N, 4) "
-                     f"(3-D boxes are not supported), got shape {shape}")
 
 
 def flip_boxes(b: np.ndarray, h: Any, v: Any, ltrb: bool) -> np.ndarray:
@@ -57,28 +43,14 @@ def flip_boxes(b: np.ndarray, h: Any, v: Any, ltrb: bool) -> np.ndarray:
 def bb_flip_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """``bb_flip``: per-sample horizontal/vertical mirror of relative boxes."""
     bd = inputs[0]
-    n = len(bd)
-    h, v, ltrb = _flags(ctx, args, "horizontal", n), _flags(ctx, args, "vertical", n), args["ltrb"]
+    h, v = bb_flip_flags(ctx, bd, args)
     if bd.dense is not None:
         d = bd.dense
-        if n == 0:
-            return d.copy()
-        _check_flip_shape(ctx, bd, 0, d.shape[1:])
-        return flip_boxes(d.reshape(n, -1, 4), h[:, None], v[:, None], ltrb).reshape(d.shape)
-    out = []
-    for i, s in enumerate(bd.samples):
-        _check_flip_shape(ctx, bd, i, s.shape)
-        out.append(flip_boxes(s.reshape(-1, 4), h[i], v[i], ltrb).reshape(s.shape))
-    return out
+        return flip_boxes(d.reshape(len(bd), math.prod(d.shape[1:]) // 4, 4), h[:, None], v[:, None], args["ltrb"]).reshape(d.shape)
+    return [flip_boxes(s.reshape(-1, 4), h[i], v[i], args["ltrb"]).reshape(s.shape) for i, s in enumerate(bd.samples)]
 
 
 # -- box_encoder ------------------------------------------------------------------
-
-
-def centers(b: np.ndarray) -> np.ndarray:
-    """ltrb boxes (K, 4) as (cx, cy, w, h), float32."""
-    return np.stack([(b[:, 0] + b[:, 2]) * _HALF, (b[:, 1] + b[:, 3]) * _HALF,
-                     b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], 1)
 
 
 def iou(boxes: np.ndarray, anchors: np.ndarray) -> np.ndarray:
@@ -115,25 +87,17 @@ def match(boxes: np.ndarray, anchors: np.ndarray, criteria: np.float32) -> np.nd
 
 
 def _box_encoder_inputs(ctx: KernelContext, inputs: list[BatchData], i: int) -> tuple[np.ndarray, np.ndarray]:
-    bb, lb = inputs
-    boxes, labels = np.asarray(bb.sample(i)), np.asarray(lb.sample(i))
-    if boxes.ndim != 2 or boxes.shape[1] != 4:
-        raise ValueError(f"Operator `{ctx.op}`: bboxes of {sample_name(ctx, bb, i)} must have shape (N, 4), "
-                         f"got {boxes.shape}")
-    if labels.shape not in ((len(boxes),), (len(boxes), 1)):
-        raise ValueError(f"Operator `{ctx.op}`: labels of {sample_name(ctx, lb, i)} must have shape "
-                         f"({len(boxes)},) or ({len(boxes)}, 1), one per box, got {labels.shape}")
+    boxes, labels = np.asarray(inputs[0].sample(i)), np.asarray(inputs[1].sample(i))
+    check_box_encoder_sample(ctx, inputs, i, boxes.shape, labels.shape)
     return boxes, labels.reshape(-1)
 
 
 def box_encoder_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """``box_encoder``: per anchor, the matched box as (cx, cy, w, h) (or its normalised offsets
     from the anchor) and its label; unmatched anchors keep themselves (offsets 0) and label 0."""
-    anchors = np.asarray(args["anchors"], _F32).reshape(-1, 4)
+    enc = box_encoding(args)
+    anchors, a_cen, criteria, scale, means, stds = enc[:6]
     na = len(anchors)
-    a_cen = centers(anchors)
-    criteria, scale = _F32(args["criteria"]), _F32(args["scale"])
-    means, stds = np.asarray(args["means"], _F32), np.asarray(args["stds"], _F32)
     n = ctx.batch_size
     out_boxes = np.empty((n, na, 4), _F32)
     out_labels = np.zeros((n, na), np.int32)
@@ -142,8 +106,8 @@ def box_encoder_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
         m = match(boxes, anchors, criteria)
         sel = m >= 0
         out_labels[i, sel] = labels[m[sel]]
-        b_cen = centers(boxes[m[sel]])
-        if not args["offset"]:
+        b_cen = box_centers(boxes[m[sel]])
+        if not enc.offset:
             out_boxes[i] = a_cen
             out_boxes[i, sel] = b_cen
             continue
