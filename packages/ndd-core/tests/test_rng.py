@@ -135,7 +135,7 @@ def test_call_matches_reference(seed):
         assert w == ref.next()
 
 
-@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 64, 1000])
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 9, 64, 200, 765, 766, 1000])  # every path, both sides of each limit
 @pytest.mark.parametrize("start_phase", [0, 1, 2, 3])
 def test_draw_words_matches_reference(n, start_phase):
     for seed in seeds(2, n * 4 + start_phase):
@@ -187,7 +187,7 @@ def test_mixed_operations_match_reference():
             ref.skip(n)
 
 
-@pytest.mark.parametrize("counter", [TWO128 - 2, TWO64 - 3, TWO64 * 5 - 1])
+@pytest.mark.parametrize("counter", [TWO128 - 2, TWO64 - 3, TWO64 * 5 - 1, TWO32 - 7, TWO32 * 9 - 1, TWO128 - TWO32 + 5])
 def test_counter_carry_and_wraparound(counter):
     key = 0xFEDCBA9876543210
     state = RNGState(key, counter, 2)
@@ -198,6 +198,14 @@ def test_counter_carry_and_wraparound(counter):
     assert [small() for _ in range(120)] == expected
     chunks = RNG(state=state)
     assert np.concatenate([chunks.draw_words(k) for k in (3, 5, 100, 12)]).tolist() == expected
+
+
+def test_packed_blocks_leave_a_wrapping_low_word_to_the_other_paths():
+    rkeys = _philox.round_keys(0x1234)
+    assert _philox.blocks_packed(TWO32 - 4, rkeys, 4) is not None
+    assert _philox.blocks_packed(TWO32 - 4, rkeys, 5) is None  # counters TWO32 - 4 ... TWO32: a carry
+    words = _philox.blocks_packed(TWO32 * 3 + 11, rkeys, 40)
+    assert words.tolist() == _philox.stream_words(0x1234, TWO32 * 3 + 11, 0, 160).tolist()
 
 
 def test_wraparound_state():

@@ -76,9 +76,10 @@ def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, 
         shapes = [_shape_of(args, inputs, i, like) for i in range(n)]
         for s in shapes:
             _check_shape(ctx.op, s)
+        sizes = [math.prod(s) for s in shapes]
     else:  # one shape for every sample (checked at the call)
         shapes = [_shape_of(args, inputs, 0, None)] * n
-    sizes = [math.prod(s) for s in shapes]
+        sizes = [math.prod(shapes[0])] * n if n else []
     sub = RNG.from_words(ctx.random_state)
     words = sub.draw_words(sum(sizes) * words_per_value)
     if n and all(s == shapes[0] for s in shapes) and not any(args.is_per_sample(a) for a in uniform_args):

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ._philox import block_at, round_keys, stream_words
+from ._philox import block_at, blocks_packed, round_keys, stream_words
 
 __all__ = ["RNG", "RNGState", "get_default_rng", "set_seed"]
 
@@ -42,9 +42,10 @@ _MASK64 = (1 << 64) - 1
 _MASK128 = (1 << 128) - 1
 _STATE_RE = re.compile(r"Philox_([0-9a-fA-F]{16})_([0-9a-fA-F]{16}):([0-9a-fA-F]{16})_([0-3])")
 
-# draw_words(n) for n up to this many words uses the pure-Python block path;
-# above it the vectorized numpy path is faster.
-_SMALL_DRAW = 64
+# draw_words(n) takes the blocks it needs one by one for up to this many blocks, all at once
+# in packed Python integers (blocks_packed) up to the second number, and with NumPy above.
+_BLOCK_BY_BLOCK = 2
+_PACKED_BLOCKS = 192
 
 # Every user-visible RNG (constructed or cloned), so capture mode can snapshot draw
 # counters at the start of a traced step (sub-generators of op calls are not listed).
@@ -292,8 +293,14 @@ class RNG:
     def draw_words(self, n: int) -> np.ndarray:
         """The next ``n`` words, uint32 of shape ``(n,)`` (same as ``n`` calls)."""
         n = _count(n)
-        if n > _SMALL_DRAW:
-            words = stream_words(self._key, self._ctr, self._phase, n)
+        phase = self._phase
+        nblocks = (phase + n + 3) // 4
+        if nblocks > _BLOCK_BY_BLOCK:
+            words = blocks_packed(self._ctr, self._rkeys, nblocks) if nblocks <= _PACKED_BLOCKS else None
+            if words is None:
+                words = stream_words(self._key, self._ctr, phase, n)
+            else:
+                words = words[phase:phase + n]
             self._skip(n)
             return words
         out: list[int] = []
