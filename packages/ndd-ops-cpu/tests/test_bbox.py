@@ -362,6 +362,34 @@ def test_box_encoder_matches_reference_on_random_boxes(rng, grid):
         np.testing.assert_array_equal(lab, rl)
 
 
+def test_box_encoder_large_batches_run_on_threads_with_the_same_values(rng):
+    """Enough work (boxes x anchors) splits the batch over the thread pool; every sample
+    equals its encoding alone (too little work for threads) and, for one sample, the loops."""
+    lo = rng.random((3000, 2)) * 0.8
+    anchors = np.concatenate([lo, lo + rng.random((3000, 2)) * 0.2 + 0.01], 1).astype(F32)
+    boxes, labels = [], []
+    for k in (10, 0, 14, 7, 12, 9, 11, 8):
+        lo = rng.random((k, 2)) * 0.7
+        boxes.append(np.concatenate([lo, lo + rng.random((k, 2)) * 0.3 + 0.01], 1).astype(F32))
+        labels.append(rng.integers(1, 90, k).astype(np.int32))
+    assert sum(len(b) for b in boxes) * len(anchors) * 4 > 1 << 18  # over map_samples' threshold
+    kw = {"anchors": anchors.ravel().tolist(), "criteria": 0.4, "offset": True, "stds": [0.1, 0.1, 0.2, 0.2]}
+    old = ndd.get_num_threads()
+    ndd.set_num_threads(4)
+    try:
+        b, lab = ndd.box_encoder(ndd.as_batch(boxes), ndd.as_batch(labels), **kw)
+    finally:
+        ndd.set_num_threads(old)
+    for i, (g, gl) in enumerate(zip(as_np(b), as_np(lab))):
+        one_b, one_l = ndd.box_encoder(ndd.as_batch([boxes[i]]), ndd.as_batch([labels[i]]), **kw)
+        np.testing.assert_array_equal(g, as_np(one_b)[0])
+        np.testing.assert_array_equal(gl, as_np(one_l)[0])
+    rb, rl = ref_encode(boxes[3], labels[3], anchors[:400], criteria=0.4, offset=True, stds=(0.1, 0.1, 0.2, 0.2))
+    got_b, got_l = encode(boxes[3], labels[3], anchors[:400], criteria=0.4, offset=True, stds=[0.1, 0.1, 0.2, 0.2])
+    np.testing.assert_allclose(got_b, rb, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(got_l, rl)
+
+
 def test_box_encoder_batch():
     boxes = ndd.as_batch([np.array(B2, F32), np.array(B2[1:], F32), np.zeros((0, 4), F32)])
     labels = ndd.as_batch([np.array([3, 7], np.int32), np.array([9], np.int32), np.zeros((0,), np.int32)])

@@ -22,6 +22,8 @@ from ndd.plugins import (
     check_box_encoder_sample,
 )
 
+from ._common import map_samples
+
 _F32 = np.float32
 _ONE = np.float32(1.0)
 
@@ -53,34 +55,47 @@ def bb_flip_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -
 # -- box_encoder ------------------------------------------------------------------
 
 
-def iou(boxes: np.ndarray, anchors: np.ndarray) -> np.ndarray:
-    """IoU of every box with every anchor (both ltrb), shape (boxes, anchors); 0 without overlap."""
-    b, a = boxes[:, None, :], anchors[None, :, :]
-    iw = np.maximum(np.minimum(b[..., 2], a[..., 2]) - np.maximum(b[..., 0], a[..., 0]), _F32(0))
-    ih = np.maximum(np.minimum(b[..., 3], a[..., 3]) - np.maximum(b[..., 1], a[..., 1]), _F32(0))
-    inter = iw * ih
-    area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
-    area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
+def iou(boxes: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """IoU of every box (K, 4) with every anchor, shape (K, anchors); 0 without overlap. Both
+    ltrb; the anchors as four contiguous rows ``cols`` (4, anchors), and the work done in
+    place: the same float32 operations as the plain formula, in its order, in a third less
+    time (the passes over K x anchors values are what costs)."""
+    bl, bt, br, bb = (boxes[:, k, None] for k in range(4))
+    al, at, ar, ab = cols
+    inter = np.minimum(br, ar)
+    inter -= np.maximum(bl, al)
+    np.maximum(inter, _F32(0), out=inter)
+    ih = np.minimum(bb, ab)
+    ih -= np.maximum(bt, at)
+    np.maximum(ih, _F32(0), out=ih)
+    inter *= ih
+    union = ih  # (reused)
+    np.add((br - bl) * (bb - bt), (ar - al) * (ab - at), out=union)
+    union -= inter
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(inter > 0, inter / (area_b + area_a - inter), _F32(0)).astype(_F32, copy=False)
+        np.divide(inter, union, out=union)
+    union[~(inter > 0)] = 0
+    return union
 
 
-def match(boxes: np.ndarray, anchors: np.ndarray, criteria: np.float32) -> np.ndarray:
-    """The box index matched to each anchor, -1 for none (as DALI 2.4).
+def match(boxes: np.ndarray, cols: np.ndarray, criteria: np.float32) -> np.ndarray:
+    """The box index matched to each anchor (``cols``: see :func:`iou`), -1 for none (as
+    DALI 2.4).
 
     An anchor takes its best box when their IoU is above ``criteria``; then every box
     takes its own best anchor whatever the IoU, later boxes overriding earlier ones.
     Ties go to the last box and the last anchor.
     """
-    m = np.full(len(anchors), -1, np.intp)
+    na = cols.shape[1]
+    m = np.full(na, -1, np.intp)
     nb = len(boxes)
     if nb == 0:
         return m
-    ious = iou(boxes, anchors)
+    ious = iou(boxes, cols)
     best_box = nb - 1 - np.argmax(ious[::-1], axis=0)
-    above = ious[best_box, np.arange(len(anchors))] > criteria
+    above = ious[best_box, np.arange(na)] > criteria
     m[above] = best_box[above]
-    best_anchor = len(anchors) - 1 - np.argmax(ious[:, ::-1], axis=1)
+    best_anchor = na - 1 - np.argmax(ious[:, ::-1], axis=1)
     taken, last = np.unique(best_anchor[::-1], return_index=True)  # the last box naming each anchor
     m[taken] = nb - 1 - last
     return m
@@ -96,25 +111,32 @@ def box_encoder_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     """``box_encoder``: per anchor, the matched box as (cx, cy, w, h) (or its normalised offsets
     from the anchor) and its label; unmatched anchors keep themselves (offsets 0) and label 0."""
     enc = box_encoding(args)
-    anchors, a_cen, criteria, scale, means, stds = enc[:6]
-    na = len(anchors)
+    cols = np.ascontiguousarray(enc.anchors.T)
+    a_cen, criteria, scale, means, stds = enc[1:6]
+    na = len(enc.anchors)
     n = ctx.batch_size
     out_boxes = np.empty((n, na, 4), _F32)
     out_labels = np.zeros((n, na), np.int32)
-    for i in range(n):
-        boxes, labels = _box_encoder_inputs(ctx, inputs, i)
-        m = match(boxes, anchors, criteria)
+    samples = [_box_encoder_inputs(ctx, inputs, i) for i in range(n)]
+
+    def one(i: int) -> None:  # sample i's rows of the outputs (threads write disjoint rows)
+        boxes, labels = samples[i]
+        m = match(boxes, cols, criteria)
         sel = m >= 0
         out_labels[i, sel] = labels[m[sel]]
         b_cen = box_centers(boxes[m[sel]])
         if not enc.offset:
             out_boxes[i] = a_cen
             out_boxes[i, sel] = b_cen
-            continue
+            return
         out_boxes[i] = 0
         with np.errstate(divide="ignore", invalid="ignore"):
             b_cen, ac = b_cen * scale, a_cen[sel] * scale
             xy = (b_cen[:, :2] - ac[:, :2]) / ac[:, 2:]
             wh = np.log((b_cen[:, 2:] / ac[:, 2:]).astype(np.float64)).astype(_F32)
             out_boxes[i, sel] = (np.concatenate([xy, wh], 1) - means) / stds
+
+    # the IoU matrices' bytes: NumPy releases the interpreter lock over them, so the samples
+    # run on the thread pool when there is enough work
+    map_samples(ctx, one, n, sum(len(b) for b, _ in samples) * na * 4)
     return out_boxes, out_labels
