@@ -250,7 +250,7 @@ def _decode_dense(ctx: KernelContext, bd: BatchData, args: KernelArgs) -> np.nda
     Each image is decoded by libjpeg-turbo into its slice of the output (simplejpeg's
     ``buffer``), on the thread pool, instead of into its own array that ``np.stack``
     then copies (64 256x256 RGB JPEGs: the copy and the fresh pages cost ~3-5 ms of
-    ~15). The headers are read first (~2 µs each); None (the general path runs) unless
+    ~15); tiny images are decoded on their own and copied in (64 28x28: 25 µs less). The headers are read first (~2 µs each); None (the general path runs) unless
     every sample is a baseline/progressive JPEG whose colour space libjpeg converts
     itself (not CMYK/YCCK), of one size, upright (EXIF orientation 1 or ignored), and
     the output is RGB, BGR or GRAY uint8. Same libjpeg calls, so the same pixels.
@@ -283,19 +283,22 @@ def _decode_dense(ctx: KernelContext, bd: BatchData, args: KernelArgs) -> np.nda
     dense = np.empty((len(data), *shape, c), np.uint8)
     fast = args["use_fast_idct"]
     decode = simplejpeg.decode_jpeg
+    n = len(data)
+    small = sum(d.size for d in data) < _SMALL_JPEG_BYTES * n  # see _decode_batch
 
     def run(lo: int, hi: int) -> None:
         i = lo
         try:
             for i in range(lo, hi):
-                decode(data[i], space, fast, buffer=dense[i])
+                if small:  # a tiny image's copy costs less than simplejpeg's checks of a buffer (~1 µs)
+                    dense[i] = decode(data[i], space, fast)
+                else:
+                    decode(data[i], space, fast, buffer=dense[i])
         except ValueError as e:
             raise ValueError(f"Operator `{ctx.op}`: cannot decode {bd.describe(i)}: corrupt or truncated "
                              f"JPEG data ({e})") from None
 
-    n = len(data)
     k = min(ctx.thread_pool.num_threads, n)
-    small = sum(d.size for d in data) < _SMALL_JPEG_BYTES * n  # see _decode_batch
     if k <= 1 or small or dense.nbytes < _PARALLEL_MIN_BYTES:
         run(0, n)
     else:
