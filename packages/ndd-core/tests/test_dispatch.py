@@ -189,8 +189,13 @@ def test_long_number_lists_convert_and_fail_like_short_ones(n):
     assert type(got) is tuple and got == tuple(float(v) for v in vals)
     assert all(type(v) is float for v in got)
     assert convert_arg("op", "anchors", floats, np.asarray(vals, np.float32)) == got  # from NumPy
+    assert convert_arg("op", "anchors", floats, list(np.asarray(vals, np.float32))) == got  # NumPy scalars
+    assert all(type(v) is float for v in convert_arg("op", "anchors", floats, list(np.asarray(vals))))
     assert convert_arg("op", "shape", ints, [3, 4] * (n // 2)) == (3, 4) * (n // 2)
-    assert convert_arg("op", "shape", ints, [3, np.int64(4)] * (n // 2)) == (3, 4) * (n // 2)
+    shape = convert_arg("op", "shape", ints, [3, np.int64(4)] * (n // 2))
+    assert shape == (3, 4) * (n // 2) and all(type(v) is int for v in shape)
+    with pytest.raises(TypeError, match="argument 'anchors' expects a float"):
+        convert_arg("op", "anchors", floats, vals[:-1] + [np.bool_(True)])
     with pytest.raises(ValueError, match=r"argument 'anchors' must be finite, got nan"):
         convert_arg("op", "anchors", floats, vals[:-1] + [float("nan")])
     with pytest.raises(TypeError, match="argument 'anchors' expects a float"):

@@ -105,18 +105,22 @@ def _flatten(op: str, name: str, v: list | tuple) -> list:
     return arr.ravel().tolist()
 
 
+_PLAIN_INTS = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
+_PLAIN_FLOATS = _PLAIN_INTS | {float, np.float16, np.float32, np.float64}
+
+
 def _plain_numbers(items: list, floats: bool, non_finite_ok: bool) -> tuple | None:
-    """``items`` as the tuple ``convert_arg`` makes of them, when they are plain Python ints
-    (and floats, for a float list; finite unless allowed): checked a whole list at a time,
+    """``items`` as the tuple ``convert_arg`` makes of them, when they are ints (and floats, for
+    a float list; finite unless allowed), Python's or NumPy's: checked a whole list at a time,
     which for long lists (box_encoder's tens of thousands of anchor values) is ten times
     faster than value by value. None for anything else, which the value-by-value path checks
     and reports."""
     kinds = set(map(type, items))
-    if floats and kinds <= {float, int}:
+    if floats and kinds <= _PLAIN_FLOATS:
         vals = tuple(map(float, items))
         return vals if non_finite_ok or all(map(math.isfinite, vals)) else None
-    if not floats and kinds <= {int}:
-        return tuple(items)
+    if not floats and kinds <= _PLAIN_INTS:
+        return tuple(map(int, items))
     return None
 
 
