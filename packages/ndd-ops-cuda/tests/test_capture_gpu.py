@@ -512,6 +512,19 @@ def test_warp_affine_with_host_matrices_replays_from_a_graph(lmdb_path):
     assert_replays_from_a_graph(lmdb_path, body)
 
 
+def test_cat_and_stack_replay_from_a_graph(lmdb_path):
+    """cat and stack of captured GPU batches are part of the graph."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        a = ndd.crop_mirror_normalize(images, mean=[30.0], std=[60.0], dtype=ndd.float32)
+        b = ndd.flip(a, horizontal=1)
+        return ndd.cat(a, b, axis=2).torch(), ndd.stack(a, b, axis=0).torch()
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
     """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
     that the graph reads by address: the graph holds them, so the cache may drop them."""
