@@ -446,11 +446,50 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
 def test_an_operator_that_cannot_be_graphed_is_named_in_the_report(lmdb_path):
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-        images = ndd.resize(images, resize_x=32, resize_y=32)
+        images = ndd.gaussian_blur(images, window_size=3)
         return (images.torch(),)
 
     assert_same(eager_run(lmdb_path, body), graphed_run(lmdb_path, body))
-    assert ndd.capture.report().worker.endswith("; not as a device graph (resize cannot be)")
+    assert ndd.capture.report().worker.endswith("; not as a device graph (gaussian_blur cannot be)")
+
+
+def test_resize_of_uniform_batches_replays_from_a_graph(lmdb_path):
+    """resize's filter taps are cached constants: a uniform batch resized with constant
+    arguments is part of the graph (attributes too); eager results."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        big, attrs = ndd.resize(images, resize_x=40, resize_y=36, save_attrs=True)
+        small = ndd.resize(big, size=(20, 24), interp_type=types.INTERP_CUBIC, antialias=True)
+        return small.torch(), attrs.torch()
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
+def test_resize_of_ragged_batches_runs_kernel_by_kernel(tmp_path):
+    """Digits of two sizes in every batch: the taps differ per sample (uploaded each call),
+    which a graph cannot take; the loop runs kernel by kernel with eager results and the
+    report says why."""
+    path = _digits_lmdb(tmp_path, [28 if i % 2 else 32 for i in range(4 * B)])
+
+    def run(capture):  # unshuffled: every batch has the same sizes in the same places
+        reader = ndd.readers.Caffe2(path=path, random_shuffle=False)
+        out = []
+        for _ in range(2):
+            for jpegs, _labels in reader.next_epoch(batch_size=B, capture=capture):
+                images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+                out.append([ndd.resize(images, size=(30, 30)).torch().cpu().numpy().copy()])
+        return out, "", reader
+
+    eager = run(False)
+    captured = _split(run, True)
+    assert_same(eager, captured)
+    graph = _graph_of(captured[2])
+    assert graph.state == "off" and graph.stats.replayed == 0
+    assert ndd.capture.report().worker.endswith(
+        "; not as a device graph (capture failed: RuntimeError: a kernel copied host data to the GPU inside a "
+        "device graph)"), ndd.capture.report().worker
 
 
 def test_windows_past_the_image_keep_the_loop_kernel_by_kernel(lmdb_path):

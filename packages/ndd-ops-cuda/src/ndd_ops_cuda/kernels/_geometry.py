@@ -48,6 +48,7 @@ from ndd.plugins import (
 )
 from ndd.types import DALIInterpType
 
+from .._backend import BACKEND
 from ._common import (
     as_float,
     cached_constant,
@@ -404,21 +405,37 @@ def _engine(plan: ResizePlan, filters: tuple, antialias: bool) -> tuple[str, tup
 
 
 def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[tuple[int, int]],
-          antialias: bool, axis: int) -> tuple[np.ndarray, np.ndarray]:
+          antialias: bool, axis: int, dev: torch.device, stream: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices and weights (n, out, taps) of one axis for every sample (fewer taps padded
-    with weight 0); (1, out, taps) when all samples share them."""
-    cache: dict = {}
-    rows = []
-    for p, k, hw in zip(plans, kinds, in_hw):
-        key = (id(p), k, hw)
-        if key not in cache:
-            args = (k[axis], hw[axis], p.out[axis], p.lo[axis], p.hi[axis])
-            cache[key] = _pil_taps(*args) if engine == "pil" else axis_taps(*args, antialias, rows=axis == 0)
-        rows.append(cache[key])
-    if len(cache) == 1:  # a uniform batch: one row, broadcast over the samples
-        rows = rows[:1]
+    with weight 0), on ``dev``; (1, out, taps) when all samples share them, which are then
+    cached constants (made by the first call, read by every later one and by a device
+    graph: a resize of a uniform batch with constant arguments uploads nothing)."""
+    keys = [(k[axis], hw[axis], p.out[axis], p.lo[axis], p.hi[axis]) for p, k, hw in zip(plans, kinds, in_hw)]
+
+    def make(key: tuple) -> tuple[np.ndarray, np.ndarray]:
+        return _pil_taps(*key) if engine == "pil" else axis_taps(*key, antialias, rows=axis == 0)
+
+    distinct = set(keys)
+    if len(distinct) == 1:  # a uniform batch: one row, broadcast over the samples
+        (key,) = distinct
+        made: list = []
+
+        def part(j: int) -> torch.Tensor:
+            def one() -> torch.Tensor:
+                if not made:
+                    made.extend(_padded_taps([make(key)]))
+                return upload(made[j], dev)
+            return cached_constant(("resize taps", j, key, engine, antialias, axis, str(dev)), stream, one)
+        return part(0), part(1)
+    rows = {key: make(key) for key in distinct}
+    idx, wts = _padded_taps([rows[key] for key in keys])
+    return upload(idx, dev), upload(wts, dev)
+
+
+def _padded_taps(rows: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of (indices, weights) as (n, out, taps) arrays, fewer taps padded with weight 0."""
     t = max(r[0].shape[1] for r in rows)
-    m = plans[0].out[axis]
+    m = rows[0][0].shape[0]
     idx = np.zeros((len(rows), m, t), np.int64)
     wts = np.zeros((len(rows), m, t), np.float32)
     for i, (ix, wt) in enumerate(rows):
@@ -427,18 +444,17 @@ def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[
     return idx, wts
 
 
-def _resample_axis(x: torch.Tensor, idx: np.ndarray, wts: np.ndarray, axis: int) -> torch.Tensor:
+def _resample_axis(x: torch.Tensor, ti: torch.Tensor, tw: torch.Tensor, axis: int) -> torch.Tensor:
     """Resample (n, H, W, C) float32 along spatial ``axis`` (0: H, 1: W) with taps (n, out, T)
     (or (1, out, T), shared by all samples):
     one gather and one multiply-add per tap, accumulated in tap order like the CPU."""
     n = x.shape[0]
     dev = x.device
-    ti, tw = upload(idx, dev), upload(wts, dev)
     if axis == 1:
         x = x.transpose(1, 2)
     rows = torch.arange(n, device=dev)[:, None]
     y = None
-    for k in range(idx.shape[2]):
+    for k in range(ti.shape[2]):
         part = x[rows, ti[:, :, k]] * tw[:, :, k, None, None]  # (n, out, other, C)
         y = part if y is None else y + part
     return y.transpose(1, 2) if axis == 1 else y
@@ -450,7 +466,7 @@ def _round_u8(y: torch.Tensor) -> torch.Tensor:
 
 
 def _resample_batch(x: torch.Tensor, plans: list[ResizePlan], kinds: list[tuple], engine: str,
-                    in_hw: list[tuple[int, int]], antialias: bool, dt: torch.dtype) -> torch.Tensor:
+                    in_hw: list[tuple[int, int]], antialias: bool, dt: torch.dtype, stream: Any) -> torch.Tensor:
     """Resample a batch (n, H, W, C) (samples possibly zero-padded beyond ``in_hw``) whose
     plans share the output size and the engine, in the CPU engine's order and rounding:
     Pillow goes columns first, and for uint8 in and out OpenCV and Pillow round between the
@@ -458,8 +474,8 @@ def _resample_batch(x: torch.Tensor, plans: list[ResizePlan], kinds: list[tuple]
     u8 = x.dtype == torch.uint8 and engine != "numpy" and dt == torch.uint8
     y = as_float(x)
     for axis in ((1, 0) if engine == "pil" else (0, 1)):
-        idx, wts = _taps(plans, kinds, engine, in_hw, antialias, axis)
-        y = _resample_axis(y, idx, wts, axis)
+        ti, tw = _taps(plans, kinds, engine, in_hw, antialias, axis, x.device, stream)
+        y = _resample_axis(y, ti, tw, axis)
         if u8:
             y = _round_u8(y)
     return cast_to(y, dt)
@@ -475,7 +491,8 @@ def _padded(samples: list[torch.Tensor]) -> torch.Tensor:
     return out
 
 
-def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antialias: bool, dt: torch.dtype) -> Any:
+def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antialias: bool, dt: torch.dtype,
+                  stream: Any) -> Any:
     """Resample every sample; one batched call per (output shape, engine) group."""
     shapes = bd.shapes()
     gray = len(shapes[0]) == 2
@@ -491,6 +508,8 @@ def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antiali
     for i, p in enumerate(plans):
         groups.setdefault((p.out, shapes[i][2:], choice[i][0]), []).append(i)
     res: list = [None] * len(shapes)
+    if len(groups) > 1:  # (ragged outputs: gathered by host indices, which a device graph cannot take)
+        BACKEND.check_not_capturing()
     dense = stacked(bd)
     for (_, _, engine), idx in groups.items():
         if len(groups) == 1:
@@ -504,7 +523,7 @@ def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antiali
             sub = [samples[i] if not gray else samples[i][..., None] for i in idx]
             x = torch.stack(sub) if len({s.shape for s in sub}) == 1 else _padded(sub)
         out = _resample_batch(x, [plans[i] for i in idx], [choice[i][1] for i in idx], engine,
-                              [in_hw[i] for i in idx], antialias, dt)
+                              [in_hw[i] for i in idx], antialias, dt, stream)
         out = out[..., 0] if gray else out
         if len(groups) == 1:
             return out
@@ -519,11 +538,12 @@ def resize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     check_hw_layout(ctx, [bd.sample(0)] if n else [])
     shapes = [s[:2] for s in bd.shapes()]
     plans, filters = resize_plans(ctx.op, args, shapes)
-    out = _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx)) if n else []
+    out = _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx), call_stream(ctx)) if n else []
     if not args["save_attrs"]:
         return out
     attrs = np.array(shapes, np.int32).reshape(n, 2)  # as DALI: each input's (H, W)
-    return out, upload(attrs, device_of(ctx, inputs))
+    dev = device_of(ctx, inputs)  # (a constant, as the shapes: a device graph reads it too)
+    return out, cached_constant(("resize attrs", attrs.tobytes(), n, str(dev)), call_stream(ctx), lambda: upload(attrs, dev))
 
 
 def random_resized_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -540,4 +560,4 @@ def random_resized_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: K
         filters = [resize_filters(ctx.op, args, 0)] * n
     else:
         filters = [resize_filters(ctx.op, args, i) for i in range(n)]
-    return _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx)) if n else []
+    return _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx), call_stream(ctx)) if n else []
