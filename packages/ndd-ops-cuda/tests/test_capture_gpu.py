@@ -564,6 +564,28 @@ def test_cat_and_stack_replay_from_a_graph(lmdb_path):
     assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
+@pytest.mark.parametrize("out", ["uint8", "float32"])
+def test_colour_operators_with_random_values_replay_from_a_graph(lmdb_path, out):
+    """brightness_contrast (uint8 tables or float gains), hsv and color_twist with random
+    per-sample values: their tables and matrices enter the graph through its input buffers."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        gain = ndd.random.uniform(batch_size=B, range=[0.6, 1.4], rng=rng)
+        if out == "float32":
+            images = ndd.brightness_contrast(images, brightness=gain, contrast=1.3, dtype=ndd.float32)
+        else:
+            images = ndd.brightness_contrast(images, brightness=gain, contrast=1.3)
+        hue = ndd.random.uniform(batch_size=B, range=[-30.0, 30.0], rng=rng)
+        images = ndd.hsv(images, hue=hue, saturation=1.2)
+        sat = ndd.random.uniform(batch_size=B, range=[0.5, 1.5], rng=rng)
+        images = ndd.color_twist(images, saturation=sat, contrast=0.9, hue=hue)
+        return (images.torch(),)
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
     """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
     that the graph reads by address: the graph holds them, so the cache may drop them."""

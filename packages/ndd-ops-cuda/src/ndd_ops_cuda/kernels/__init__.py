@@ -25,9 +25,9 @@ _WHERE = {
     "crop": ("_geometry", "crop_gpu"),
     "crop_mirror_normalize": ("_normalize", "cmn_gpu"),
     "normalize": ("_normalize", "normalize_gpu"),
-    "color_twist": ("_color", "color_twist_gpu"),
+    "color_twist": ("_color", "color_gpu"),
     "brightness_contrast": ("_color", "brightness_contrast_gpu"),
-    "hsv": ("_color", "hsv_gpu"),
+    "hsv": ("_color", "color_gpu"),
     "gaussian_blur": ("_blur", "gaussian_blur_gpu"),
     "color_space_conversion": ("_pixel", "color_space_conversion_gpu"),
     "lookup_table": ("_pixel", "lookup_table_gpu"),
@@ -64,6 +64,8 @@ _GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat"
 _GRAPH_STAGES = {op: ("_geometry", "_warp_graph_host", "_warp_graph_device") for op in ("rotate", "warp_affine")}
 _GRAPH_STAGES["flip"] = ("_geometry", "_flip_graph_host", "_flip_graph_device")
 _GRAPH_STAGES["crop_mirror_normalize"] = ("_normalize", "_cmn_graph_host", "_cmn_graph_device")
+_GRAPH_STAGES["brightness_contrast"] = ("_color", "_bc_graph_host", "_bc_graph_device")
+_GRAPH_STAGES.update({op: ("_color", "_color_graph_host", "_color_graph_device") for op in ("hsv", "color_twist")})
 
 
 def _lazy(op: str, module: str, name: str) -> Callable:
