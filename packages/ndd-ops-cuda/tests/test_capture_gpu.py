@@ -586,6 +586,25 @@ def test_colour_operators_with_random_values_replay_from_a_graph(lmdb_path, out)
     assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
+@pytest.mark.parametrize("where", ["random", "fixed"])
+def test_crops_replay_from_a_graph(lmdb_path, where):
+    """crop with per-sample random positions (index arrays go up each step) or one fixed
+    window (a slice in the graph), cast to float: eager results from the graph."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        if where == "random":
+            px = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+            py = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+            images = ndd.crop(images, crop=(20, 16), crop_pos_x=px, crop_pos_y=py, dtype=ndd.float32)
+        else:
+            images = ndd.crop(images, crop=(20, 16), crop_pos_x=0.25, crop_pos_y=0.75)
+        return (images.torch(),)
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
     """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
     that the graph reads by address: the graph holds them, so the cache may drop them."""

@@ -125,6 +125,43 @@ def crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
             for s, win in zip(bd.samples, wins)]
 
 
+def _crop_graph_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple:
+    """(input shape, layout, windows) of a graphed crop: windows of one size inside the
+    images (a fill would need the outside pixels' mask per step)."""
+    bd = inputs[0]
+    shape = graph_shape(ctx, bd)
+    layout = image_layout(ctx, len(shape))
+    ha, wa = spatial_axes(layout)
+    H, W = shape[ha], shape[wa]
+    wins = batch_windows(ctx.op, args, [(H, W)] * len(bd), args["out_of_bounds_policy"])
+    (_, (h, w)) = wins[0]
+    if any(size != (h, w) or y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W for (y0, x0), size in wins):
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes windows of one size inside the images")
+    return shape, layout, wins
+
+
+def _crop_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """One window for all samples: a slice (its position in the signature); else the row and
+    column indices of every sample's window, as input arrays."""
+    shape, layout, wins = _crop_graph_plan(ctx, inputs, args)
+    dtype = str(inputs[0].sample(0).dtype)
+    if all(win == wins[0] for win in wins):
+        return [], (shape, dtype, wins[0])
+    ha, wa = spatial_axes(layout)
+    ys, xs, _ = window_indices(wins, [(shape[ha], shape[wa])] * len(wins), None)
+    return [ys, xs], (shape, dtype, wins[0][1])
+
+
+def _crop_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    _, layout, wins = _crop_graph_plan(ctx, inputs, args)
+    x = stacked(inputs[0])
+    if not uploaded:
+        return _crop_uniform(ctx.op, x, wins, layout, args["fill_values"], out_dtype(ctx))
+    ha, wa = spatial_axes(layout)
+    out = gather_windows(_hw_first(x, ha, wa), uploaded[0], uploaded[1])
+    return window_cast(_hw_back(out, ha, wa), out_dtype(ctx))
+
+
 # -- flip -------------------------------------------------------------------------------
 
 
