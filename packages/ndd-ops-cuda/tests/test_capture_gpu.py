@@ -605,6 +605,26 @@ def test_crops_replay_from_a_graph(lmdb_path, where):
     assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
+@pytest.mark.parametrize("stats", ["computed", "given", "random"])
+def test_normalize_replays_from_a_graph(lmdb_path, stats):
+    """normalize with statistics computed on the device, given as constants, or random per
+    sample (they go up as input arrays): eager results from the graph."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        if stats == "computed":
+            out = ndd.normalize(images, axes=(0, 1), scale=2.0)
+        elif stats == "given":
+            out = ndd.normalize(images, mean=40.0, stddev=70.0, shift=1.0)
+        else:
+            m = ndd.random.uniform(batch_size=B, range=[20.0, 60.0], rng=rng)
+            out = ndd.normalize(images, mean=m, stddev=64.0, dtype=ndd.float16)
+        return (out.torch(),)
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
     """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
     that the graph reads by address: the graph holds them, so the cache may drop them."""

@@ -220,22 +220,13 @@ def _cmn_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: lis
     return _cmn_window(ctx.op, src, None, p["coefs"], args, p["lay"], out_dtype(ctx), call_stream(ctx), ab)
 
 
-def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    """``scale * (x - mean) / sqrt(var + epsilon) + shift``; ``var = stddev**2`` when given.
-
-    Statistics in float64 like the CPU kernel; a batch of one shape in one pass over
-    (n, ...), a ragged batch sample by sample.
-    """
+def _normalize_params(ctx: KernelContext, bd: BatchData, args: KernelArgs) -> tuple:
+    """(reduced axes, the given means, the given standard deviations): each a list of
+    per-sample arrays shaped like the statistics, or None when computed."""
     op = ctx.op
-    bd = inputs[0]
     n = len(bd)
-    if n == 0:
-        return []
     shapes = bd.shapes()
-    ndim = len(shapes[0])
-    axes = reduced_axes(op, args, ctx.input_layouts[0], ndim)
-    dt = out_dtype(ctx)
-    eps, ddof, scale, shift = args["epsilon"], args["ddof"], args["scale"], args["shift"]
+    axes = reduced_axes(op, args, ctx.input_layouts[0], len(shapes[0]))
 
     def red_shape(shape: tuple) -> tuple[int, ...]:
         return tuple(1 if d in axes else shape[d] for d in range(len(shape)))
@@ -252,15 +243,35 @@ def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
             return None
         return [shaped_param(op, name, v, red_shape(s), i) for i, (v, s) in enumerate(zip(vals, shapes))]
 
-    means, stds = given("mean"), given("stddev")
-    x = stacked(bd)
     if args["batch"]:
         red = {red_shape(s) for s in set(shapes)}
         if len(red) != 1:
             raise ValueError(f"Operator `{op}`: with batch=True the non-reduced extents of all samples must match, "
                              f"got {sorted(red)}")
+    return axes, given("mean"), given("stddev")
+
+
+def _stacked_param(values: list | None, dev: torch.device) -> torch.Tensor | None:
+    return None if values is None else upload(np.stack(values), dev)
+
+
+def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``scale * (x - mean) / sqrt(var + epsilon) + shift``; ``var = stddev**2`` when given.
+
+    Statistics in float64 like the CPU kernel; a batch of one shape in one pass over
+    (n, ...), a ragged batch sample by sample.
+    """
+    bd = inputs[0]
+    n = len(bd)
+    if n == 0:
+        return []
+    axes, means, stds = _normalize_params(ctx, bd, args)
+    dt = out_dtype(ctx)
+    eps, ddof, scale, shift = args["epsilon"], args["ddof"], args["scale"], args["shift"]
+    x = stacked(bd)
     if x is not None:
-        return _normalize_dense(as_float(x), axes, means, stds, args, dt)
+        dev = x.device
+        return _normalize_dense(as_float(x), axes, _stacked_param(means, dev), _stacked_param(stds, dev), args, dt)
     samples = bd.samples
     dev = samples[0].device
     if args["batch"]:  # ragged: batch statistics from per-sample sums
@@ -281,10 +292,29 @@ def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
         return [_apply(as_float(s), means_t[i], var[i], eps, scale, shift, dt) for i, s in enumerate(samples)]
     out = []
     for i, s in enumerate(samples):
-        y = _normalize_dense(as_float(s)[None], axes, None if means is None else [means[i]],
-                             None if stds is None else [stds[i]], args, dt)
+        y = _normalize_dense(as_float(s)[None], axes, _stacked_param(None if means is None else [means[i]], dev),
+                             _stacked_param(None if stds is None else [stds[i]], dev), args, dt)
         out.append(y[0])
     return out
+
+
+def _normalize_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """The given means and standard deviations (stacked) as input arrays; computed ones are
+    device work."""
+    bd = inputs[0]
+    shape = graph_shape(ctx, bd)
+    axes, means, stds = _normalize_params(ctx, bd, args)
+    arrays = [np.stack(v) for v in (means, stds) if v is not None]
+    return arrays, (shape, str(bd.sample(0).dtype), axes, means is None, stds is None)
+
+
+def _normalize_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    bd = inputs[0]
+    axes, means, stds = _normalize_params(ctx, bd, args)
+    up = iter(uploaded)
+    m = None if means is None else next(up)
+    sd = None if stds is None else next(up)
+    return _normalize_dense(as_float(stacked(bd)), axes, m, sd, args, out_dtype(ctx))
 
 
 def _apply(x: torch.Tensor, m: torch.Tensor, var: torch.Tensor, eps: float, scale: float, shift: float,
@@ -295,23 +325,23 @@ def _apply(x: torch.Tensor, m: torch.Tensor, var: torch.Tensor, eps: float, scal
     return cast_to((x - m.to(torch.float32)) * k + shift, dt)
 
 
-def _normalize_dense(x: torch.Tensor, axes: tuple[int, ...], means: list | None, stds: list | None,
-                     args: KernelArgs, dt: torch.dtype) -> torch.Tensor:
-    """normalize of a float32 batch (n, ...) whose samples share a shape."""
-    dev = x.device
+def _normalize_dense(x: torch.Tensor, axes: tuple[int, ...], means: torch.Tensor | None,
+                     stds: torch.Tensor | None, args: KernelArgs, dt: torch.dtype) -> torch.Tensor:
+    """normalize of a float32 batch (n, ...) whose samples share a shape; ``means`` and
+    ``stds``: the given statistics, stacked on the device (None: computed)."""
     eps, ddof, scale, shift = args["epsilon"], args["ddof"], args["scale"], args["shift"]
     dims = [a + 1 for a in axes]
     if args["batch"]:
         dims = [0] + dims
     count = int(np.prod([x.shape[d] for d in dims]))
     if means is not None:
-        m = upload(np.stack(means), dev)
+        m = means
     else:
         m = x.to(torch.float64).sum(dim=dims, keepdim=True) / count
         if args["batch"]:
             m = m.to(torch.float32)  # the CPU keeps the batch mean in float32
     if stds is not None:
-        var = upload(np.stack(stds), dev).to(torch.float64) ** 2
+        var = stds.to(torch.float64) ** 2
     else:
         diff = x - m if m.dtype == torch.float32 else x.to(torch.float64) - m
         var = (diff ** 2).sum(dim=dims, dtype=torch.float64, keepdim=True) / max(count - ddof, 1)
