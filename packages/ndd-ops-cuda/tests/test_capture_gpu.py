@@ -446,11 +446,22 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
 def test_an_operator_that_cannot_be_graphed_is_named_in_the_report(lmdb_path):
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-        images = ndd.gaussian_blur(images, window_size=3)
+        images = ndd.lookup_table(images, keys=[0, 255], values=[255, 0], default_value=128)
         return (images.torch(),)
 
     assert_same(eager_run(lmdb_path, body), graphed_run(lmdb_path, body))
-    assert ndd.capture.report().worker.endswith("; not as a device graph (gaussian_blur cannot be)")
+    assert ndd.capture.report().worker.endswith("; not as a device graph (lookup_table cannot be)")
+
+
+def test_gaussian_blur_replays_from_a_graph(lmdb_path):
+    """A blur with constant arguments: taps as kernel arguments, border indices cached."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        return (ndd.gaussian_blur(images, sigma=1.5).torch(), ndd.gaussian_blur(images, window_size=3).torch())
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
 def test_resize_of_uniform_batches_replays_from_a_graph(lmdb_path):

@@ -12,14 +12,19 @@ import torch
 
 from ndd.plugins import BatchData, KernelArgs, KernelContext, blur_axes, gaussian_taps, reflect101
 
-from ._common import cast_to, out_dtype, stacked, upload
+from ._common import cached_constant, call_stream, cast_to, out_dtype, stacked, upload
 
 
-def _blur(x: torch.Tensor, axes: tuple[int, ...], taps: list[np.ndarray]) -> torch.Tensor:
-    """Blur float32 ``x`` along ``axes`` (dimensions of ``x``)."""
+def _blur(x: torch.Tensor, axes: tuple[int, ...], taps: list[np.ndarray], stream: Any) -> torch.Tensor:
+    """Blur float32 ``x`` along ``axes`` (dimensions of ``x``). The border indices are cached
+    constants and the taps kernel arguments, so with constant arguments the launches depend
+    only on the shapes (a device graph takes the call)."""
+    dev = x.device
     for ax, w in zip(axes, taps):
         n, r = x.shape[ax], len(w) // 2
-        src = x.index_select(ax, upload(reflect101(n, r), x.device, torch.int64))
+        border = cached_constant(("reflect101", n, r, str(dev)), stream,
+                                 lambda n=n, r=r: upload(reflect101(n, r), dev, torch.int64))
+        src = x.index_select(ax, border)
         acc = torch.zeros_like(x)
         for k, wk in enumerate(w.tolist()):
             acc.add_(src.narrow(ax, k, n), alpha=wk)
@@ -33,6 +38,7 @@ def gaussian_blur_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelA
     if not n:
         return []
     dt = out_dtype(ctx)
+    stream = call_stream(ctx)
     layout = ctx.input_layouts[0]
     per_sample = [gaussian_taps(ctx.op, args, i, len(blur_axes(ctx.op, layout, s.ndim)))
                   for i, s in enumerate(bd.samples)]
@@ -41,6 +47,6 @@ def gaussian_blur_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelA
                for t in per_sample)
     if x is not None and same:
         axes = blur_axes(ctx.op, layout, x.ndim - 1)
-        return cast_to(_blur(x.float(), tuple(a + 1 for a in axes), per_sample[0]), dt)
-    return [cast_to(_blur(s.float(), blur_axes(ctx.op, layout, s.ndim), t), dt)
+        return cast_to(_blur(x.float(), tuple(a + 1 for a in axes), per_sample[0], stream), dt)
+    return [cast_to(_blur(s.float(), blur_axes(ctx.op, layout, s.ndim), t, stream), dt)
             for s, t in zip(bd.samples, per_sample)]
