@@ -446,11 +446,28 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
 def test_an_operator_that_cannot_be_graphed_is_named_in_the_report(lmdb_path):
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-        images = ndd.lookup_table(images, keys=[0, 255], values=[255, 0], default_value=128)
+        images = ndd.erase(images, anchor=[4, 4], shape=[8, 8], axis_names="HW", fill_value=9)
         return (images.torch(),)
 
     assert_same(eager_run(lmdb_path, body), graphed_run(lmdb_path, body))
-    assert ndd.capture.report().worker.endswith("; not as a device graph (lookup_table cannot be)")
+    assert ndd.capture.report().worker.endswith("; not as a device graph (erase cannot be)")
+
+
+def test_colour_conversions_and_tables_replay_from_a_graph(lmdb_path):
+    """color_space_conversion (channel picks and fixed-point recipes) and lookup_table (its
+    table a cached constant) are part of the graph."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        bgr = ndd.color_space_conversion(images, image_type=types.RGB, output_type=types.BGR)
+        ycc = ndd.color_space_conversion(bgr, image_type=types.BGR, output_type=types.YCbCr)
+        gray = ndd.color_space_conversion(images, image_type=types.RGB, output_type=types.GRAY)
+        inverted = ndd.lookup_table(gray, keys=[0, 128, 255], values=[255.0, 127.0, 0.0], default_value=64.0,
+                                    dtype=ndd.float32)
+        return bgr.torch(), ycc.torch(), inverted.torch()
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
 def test_gaussian_blur_replays_from_a_graph(lmdb_path):

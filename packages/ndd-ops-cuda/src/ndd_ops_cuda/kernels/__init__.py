@@ -58,10 +58,10 @@ _WHERE = {
 # Operators whose kernels can be part of a device graph (core's Plan.graph_host): with
 # constant arguments their launches depend only on their input shapes, and they read no
 # device value back ...
-# (resize, gaussian_blur: their filter taps and border indices, which depend on the shapes
-# and arguments, are cached constants)
+# (resize, gaussian_blur, lookup_table: their filter taps, border indices and tables, which
+# depend on the shapes and arguments, are cached constants)
 _GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat", "stack", "resize",
-               "gaussian_blur"}
+               "gaussian_blur", "lookup_table", "color_space_conversion"}
 # ... and those with graph stages of their own: operator -> (module, host stage, device stage).
 _GRAPH_STAGES = {op: ("_geometry", "_warp_graph_host", "_warp_graph_device") for op in ("rotate", "warp_affine")}
 _GRAPH_STAGES["flip"] = ("_geometry", "_flip_graph_host", "_flip_graph_device")

@@ -28,7 +28,16 @@ from ndd.plugins import (
     lookup_table_array,
 )
 
-from ._common import SIGNED_TWIN, cast_to, numpy_dtype, out_dtype, stacked, upload
+from ._common import (
+    SIGNED_TWIN,
+    cached_constant,
+    call_stream,
+    cast_to,
+    numpy_dtype,
+    out_dtype,
+    stacked,
+    upload,
+)
 
 
 def _signed(t: torch.Tensor) -> torch.Tensor:
@@ -40,7 +49,9 @@ def _signed(t: torch.Tensor) -> torch.Tensor:
 def _pick(x: torch.Tensor, channels: tuple[int, ...]) -> torch.Tensor:
     if channels == tuple(range(x.shape[-1])):
         return x
-    return x[..., list(channels)]
+    # (stacked views rather than indexing with a list, whose index tensor would be an upload:
+    # a device graph could not take the call)
+    return torch.stack([x[..., c] for c in channels], -1)
 
 
 def _convert(x: torch.Tensor, conv: ColorConversion) -> torch.Tensor:
@@ -94,7 +105,10 @@ def lookup_table_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelAr
     dt = out_dtype(ctx)
     table = lookup_table_array(args["keys"], args["values"], args["default_value"], numpy_dtype(dt))
     n = len(table) - 1
-    t = _signed(upload(table, bd.sample(0).device))
+    dev = bd.sample(0).device
+    # a constant of the arguments, uploaded once (a device graph takes the call)
+    t = _signed(cached_constant(("lookup_table", table.dtype.str, table.tobytes(), str(dev)), call_stream(ctx),
+                                lambda: upload(table, dev)))
 
     def run(x: torch.Tensor) -> torch.Tensor:
         # (uint64 values of 2**63 or more read negative: outside the table, as they are)
