@@ -653,6 +653,21 @@ def test_normalize_replays_from_a_graph(lmdb_path, stats):
     assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
+def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path):
+    """The noise of each step (made on the host from the call's random state, in the worker
+    processes' host pass) enters the graph through its input buffers: eager values."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        noisy = ndd.noise.gaussian(images, stddev=12.0, rng=rng)
+        sigma = ndd.random.uniform(batch_size=B, range=[0.0, 0.3], rng=rng)
+        dotted = ndd.noise.salt_and_pepper(noisy, prob=sigma, salt_val=250, rng=rng)
+        return noisy.torch(), dotted.torch()
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
     """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
     that the graph reads by address: the graph holds them, so the cache may drop them."""

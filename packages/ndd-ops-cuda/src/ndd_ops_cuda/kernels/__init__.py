@@ -68,6 +68,8 @@ _GRAPH_STAGES["flip"] = ("_geometry", "_flip_graph_host", "_flip_graph_device")
 _GRAPH_STAGES["crop_mirror_normalize"] = ("_normalize", "_cmn_graph_host", "_cmn_graph_device")
 _GRAPH_STAGES["crop"] = ("_geometry", "_crop_graph_host", "_crop_graph_device")
 _GRAPH_STAGES["normalize"] = ("_normalize", "_normalize_graph_host", "_normalize_graph_device")
+_GRAPH_STAGES["noise.gaussian"] = ("_noise", "_gaussian_graph_host", "_gaussian_graph_device")
+_GRAPH_STAGES["noise.salt_and_pepper"] = ("_noise", "_salt_and_pepper_graph_host", "_salt_and_pepper_graph_device")
 _GRAPH_STAGES["brightness_contrast"] = ("_color", "_bc_graph_host", "_bc_graph_device")
 _GRAPH_STAGES.update({op: ("_color", "_color_graph_host", "_color_graph_device") for op in ("hsv", "color_twist")})
 

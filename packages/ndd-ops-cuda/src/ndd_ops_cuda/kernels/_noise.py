@@ -86,6 +86,44 @@ def salt_and_pepper_gpu(ctx: KernelContext, inputs: list[BatchData], args: Kerne
     return group_result(bd, outs)
 
 
+def _graph_dense(ctx: KernelContext, bd: BatchData) -> np.dtype:
+    """The output type of a graphed noise call: one dense batch of a type torch handles."""
+    npd = _out_type(ctx)
+    if bd.dense is None or npd in _HOST_ONLY:
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes a dense batch of a type torch handles")
+    return npd
+
+
+def _gaussian_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """The step's noise (made on the host, as always) is the graph's input array."""
+    bd = inputs[0]
+    npd = _graph_dense(ctx, bd)
+    return gaussian_noise(ctx, args, batch_groups(bd)), (tuple(bd.dense.shape), str(bd.dense.dtype), npd.str)
+
+
+def _gaussian_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    npd = _graph_dense(ctx, inputs[0])
+    return _saturate_cast(inputs[0].dense.to(torch.float64) + uploaded[0].to(torch.float64), npd, torch_dtype(npd))
+
+
+def _salt_and_pepper_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs
+                                ) -> tuple[list, Any]:
+    """The step's decisions, salt and pepper values are the graph's input arrays."""
+    bd = inputs[0]
+    npd = _graph_dense(ctx, bd)
+    groups = batch_groups(bd)
+    (code,) = salt_pepper_codes(ctx, args, groups)
+    salt, pepper = salt_pepper_values(ctx.op, args, npd, groups[0][1], len(groups[0][0]))
+    return [code, salt, pepper], (tuple(bd.dense.shape), str(bd.dense.dtype), npd.str)
+
+
+def _salt_and_pepper_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list,
+                                  args: KernelArgs) -> Any:
+    _graph_dense(ctx, inputs[0])
+    c, salt, pepper = uploaded
+    return torch.where(c == SALT, salt, torch.where(c == PEPPER, pepper, inputs[0].dense))
+
+
 def _poisson(lam: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """``ndd._noise.poisson`` in torch: every value runs the inversion steps (those with a
     large rate, given rate 0, stop at once) until none is searching, then the normal
