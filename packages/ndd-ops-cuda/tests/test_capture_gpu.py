@@ -668,6 +668,19 @@ def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path):
     assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
+def test_one_hot_labels_and_padding_replay_from_a_graph(lmdb_path):
+    """one_hot of the uploaded labels and pad with constant arguments are part of the graph."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        padded = ndd.pad(images, axis_names="HW", shape=(32, 30), fill_value=3)
+        hot = ndd.one_hot(ndd.squeeze(labels.gpu(), axes=0), num_classes=10, dtype=ndd.float32)
+        return padded.torch(), hot.torch()
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
     """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
     that the graph reads by address: the graph holds them, so the cache may drop them."""
