@@ -446,11 +446,30 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
 def test_an_operator_that_cannot_be_graphed_is_named_in_the_report(lmdb_path):
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-        images = ndd.erase(images, anchor=[4, 4], shape=[8, 8], axis_names="HW", fill_value=9)
+        images = ndd.noise.shot(images, factor=4.0, rng=rng)
         return (images.torch(),)
 
     assert_same(eager_run(lmdb_path, body), graphed_run(lmdb_path, body))
-    assert ndd.capture.report().worker.endswith("; not as a device graph (erase cannot be)")
+    assert ndd.capture.report().worker.endswith("; not as a device graph (noise.shot cannot be)")
+
+
+@pytest.mark.parametrize("where", ["random", "fixed"])
+def test_erase_replays_from_a_graph(lmdb_path, where):
+    """erase with random regions (the mask goes up each step) or fixed ones, one fill value
+    or one per channel: eager results from the graph."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        if where == "random":
+            at = ndd.random.uniform(batch_size=B, range=[0.0, 0.8], shape=[4], rng=rng)
+            images = ndd.erase(images, anchor=at, shape=[0.3, 0.2, 0.1, 0.25], normalized=True,
+                               axis_names="HW", fill_value=(10.0, 200.0, 30.0))
+        else:
+            images = ndd.erase(images, anchor=[4, 4, 20, 2], shape=[8, 8, 5, 30], axis_names="HW", fill_value=9)
+        return (images.torch(),)
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
 def test_colour_conversions_and_tables_replay_from_a_graph(lmdb_path):

@@ -33,6 +33,7 @@ from ._common import (
     cached_constant,
     call_stream,
     cast_to,
+    graph_shape,
     numpy_dtype,
     out_dtype,
     stacked,
@@ -147,3 +148,29 @@ def erase_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
     if x is not None:
         return _erase_one(ctx.op, args, 0, x, layout, lead=1)
     return [_erase_one(ctx.op, args, i, s, layout) for i, s in enumerate(bd.samples)]
+
+
+def _erase_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """Every sample's erased pixels as a mask (size 1 on the axes the regions cover whole)
+    and its fill values, the graph's input arrays: regions that change each step (random
+    anchors) replay."""
+    bd = inputs[0]
+    shape = graph_shape(ctx, bd)
+    n, layout, npd = len(bd), ctx.input_layouts[0], numpy_dtype(bd.sample(0).dtype)
+    axes = erase_axes(ctx.op, args, layout, len(shape))
+    mask = np.zeros((n,) + tuple(d if a in axes else 1 for a, d in enumerate(shape)), bool)
+    fills = [erase_fill(ctx.op, args, i, npd, shape, layout) for i in range(n)]
+    c = next((ch for _, ch in fills if ch is not None), None)
+    fill_shape = tuple(shape[a] if a == c else 1 for a in range(len(shape)))
+    fill = np.empty((n,) + fill_shape, npd)
+    for i, (f, _) in enumerate(fills):
+        fill[i] = f.reshape(fill_shape) if f.ndim else f
+        for box in erase_regions(ctx.op, args, i, shape, axes):
+            mask[(i,) + tuple(b if a in axes else slice(None) for a, b in enumerate(box))] = True
+    return [mask, fill], (shape, npd.str, axes, c)
+
+
+def _erase_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    x = stacked(inputs[0])
+    mask, fill = uploaded
+    return torch.where(mask, _signed(fill), _signed(x)).view(x.dtype)
