@@ -700,6 +700,19 @@ def test_one_hot_labels_and_padding_replay_from_a_graph(lmdb_path):
     assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
 
 
+def test_reductions_replay_from_a_graph(lmdb_path):
+    """Reductions of captured GPU batches (a standard deviation about a device mean too)."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        mean = ndd.reductions.mean(images, axis_names="HW")
+        spread = ndd.reductions.std_dev(images, mean, axis_names="HW")
+        return mean.torch(), spread.torch(), ndd.reductions.max(images).torch(), ndd.reductions.sum(images).torch()
+
+    assert_replays_from_a_graph(lmdb_path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+
+
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):
     """rotate's coordinate grid and crop_mirror_normalize's coefficients are cached constants
     that the graph reads by address: the graph holds them, so the cache may drop them."""

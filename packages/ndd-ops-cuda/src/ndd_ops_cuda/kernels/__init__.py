@@ -61,7 +61,10 @@ _WHERE = {
 # (resize, gaussian_blur, lookup_table: their filter taps, border indices and tables, which
 # depend on the shapes and arguments, are cached constants)
 _GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat", "stack", "resize",
-               "gaussian_blur", "lookup_table", "color_space_conversion", "one_hot", "pad"}
+               "gaussian_blur", "lookup_table", "color_space_conversion", "one_hot", "pad",
+               # (a mean given on the host is uploaded, which a capture refuses: kernel by kernel)
+               *(f"reductions.{op}" for op in ("sum", "mean", "mean_square", "rms", "min", "max", "std_dev",
+                                               "variance"))}
 # ... and those with graph stages of their own: operator -> (module, host stage, device stage).
 _GRAPH_STAGES = {op: ("_geometry", "_warp_graph_host", "_warp_graph_device") for op in ("rotate", "warp_affine")}
 _GRAPH_STAGES["flip"] = ("_geometry", "_flip_graph_host", "_flip_graph_device")
