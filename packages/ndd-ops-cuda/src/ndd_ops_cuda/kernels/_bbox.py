@@ -18,6 +18,7 @@ import torch
 
 from ndd.plugins import (
     BatchData,
+    BoxEncoding,
     KernelArgs,
     KernelContext,
     bb_flip_flags,
@@ -110,8 +111,8 @@ def _match(boxes: torch.Tensor, valid: torch.Tensor, anchors: torch.Tensor, crit
     return torch.where(forced >= 0, forced, m)
 
 
-def _encode(ctx: KernelContext, boxes: list[torch.Tensor], labels: list[torch.Tensor], const: torch.Tensor,
-            enc: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def _encode(boxes: list[torch.Tensor], labels: list[torch.Tensor], const: torch.Tensor,
+            enc: BoxEncoding) -> tuple[torch.Tensor, torch.Tensor]:
     """Samples ``boxes`` (each (K_i, 4)) with their ``labels`` (K_i,) encoded at once."""
     na = len(enc.anchors)
     anchors, a_cen = const[:na], const[na:2 * na]
@@ -121,12 +122,12 @@ def _encode(ctx: KernelContext, boxes: list[torch.Tensor], labels: list[torch.Te
     if k == 0:  # nothing to match: every anchor keeps itself (offsets 0) and label 0
         out = a_cen.expand(n, na, 4).clone() if not enc.offset else torch.zeros((n, na, 4), device=dev)
         return out, torch.zeros((n, na), dtype=torch.int32, device=dev)
-    pad = torch.nn.utils.rnn.pad_sequence
-    b = pad(boxes, batch_first=True) if min(counts) < k else torch.stack(boxes)
-    lab = pad(labels, batch_first=True) if min(counts) < k else torch.stack(labels)
-    if min(counts) < k:
+    if min(counts) < k:  # padded to the longest sample
+        pad = torch.nn.utils.rnn.pad_sequence
+        b, lab = pad(boxes, batch_first=True), pad(labels, batch_first=True)
         valid = torch.arange(k, device=dev) < upload(np.array(counts, np.int64), dev)[:, None]
     else:
+        b, lab = torch.stack(boxes), torch.stack(labels)
         valid = torch.ones((n, k), dtype=torch.bool, device=dev)
     m = _match(b, valid, anchors, float(enc.criteria))
     sel = m >= 0
@@ -162,7 +163,7 @@ def box_encoder_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     if n == 0:
         return torch.empty((0, na, 4), device=dev), torch.empty((0, na), dtype=torch.int32, device=dev)
     per = max(1, _MATCH_VALUES // max(1, na * max(len(b) for b in boxes)))
-    parts = [_encode(ctx, boxes[lo:lo + per], labels[lo:lo + per], const, enc) for lo in range(0, n, per)]
+    parts = [_encode(boxes[lo:lo + per], labels[lo:lo + per], const, enc) for lo in range(0, n, per)]
     if len(parts) == 1:
         return parts[0]
     return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
