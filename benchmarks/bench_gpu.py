@@ -81,16 +81,21 @@ class TutorialMLP(torch.nn.Module):
         return self.fc2(F.relu(self.fc1(torch.flatten(images, start_dim=1))))
 
 
-def _preprocess(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG, device: str):
-    images = ndd.decoders.image(jpegs, device=device, output_type=types.GRAY)
-    angles = ndd.random.uniform(batch_size=B, range=[-7.5, 7.5], rng=rng)
-    images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
+def _to_model(images: ndd.Batch, labels: ndd.Batch, device: str):
+    """The tutorial's last calls: normalised CHW float images and int64 labels for torch."""
     images = ndd.crop_mirror_normalize(images, dtype=ndd.float32, output_layout="CHW",
                                        mean=[0.1307 * 255], std=[0.3081 * 255])
     if device == "gpu":
         labels = labels.gpu()
     labels = ndd.cast(ndd.squeeze(labels, axes=0), dtype=ndd.int64)
     return images.torch(), labels.torch()
+
+
+def _preprocess(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG, device: str):
+    images = ndd.decoders.image(jpegs, device=device, output_type=types.GRAY)
+    angles = ndd.random.uniform(batch_size=B, range=[-7.5, 7.5], rng=rng)
+    images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
+    return _to_model(images, labels, device)
 
 
 def _augmented(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG, device: str):
@@ -106,12 +111,7 @@ def _augmented(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG, device:
     py = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
     images = ndd.crop(images, crop=(24, 24), crop_pos_x=px, crop_pos_y=py)
     images = ndd.resize(images, size=(28, 28))
-    images = ndd.crop_mirror_normalize(images, dtype=ndd.float32, output_layout="CHW",
-                                       mean=[0.1307 * 255], std=[0.3081 * 255])
-    if device == "gpu":
-        labels = labels.gpu()
-    labels = ndd.cast(ndd.squeeze(labels, axes=0), dtype=ndd.int64)
-    return images.torch(), labels.torch()
+    return _to_model(images, labels, device)
 
 
 def _thread_cpu_s(prefix: str) -> float:

@@ -350,6 +350,16 @@ def assert_replays_from_a_graph(path, body):
     assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
 
 
+def assert_the_graph_takes_every_call(path, body):
+    """:func:`assert_replays_from_a_graph`, with every call of ``body`` captured (none fell
+    back to eager mode, which would leave it out of the graph) and the whole GPU part in the
+    graph."""
+    assert_replays_from_a_graph(path, body)
+    report = ndd.capture.report()
+    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph"), \
+        report.summary()
+
+
 def test_the_gpu_part_replays_as_one_device_graph(lmdb_path):
     """The first pipeline step runs kernel by kernel (the reference), the second is captured
     and every later one replayed: of 10 steps, 1 traced and 1 reference, so at least 8 from
@@ -467,9 +477,7 @@ def test_erase_replays_from_a_graph(lmdb_path, where):
             images = ndd.erase(images, anchor=[4, 4, 20, 2], shape=[8, 8, 5, 30], axis_names="HW", fill_value=9)
         return (images.torch(),)
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_colour_conversions_and_tables_replay_from_a_graph(lmdb_path):
@@ -484,9 +492,7 @@ def test_colour_conversions_and_tables_replay_from_a_graph(lmdb_path):
                                     dtype=ndd.float32)
         return bgr.torch(), ycc.torch(), inverted.torch()
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_gaussian_blur_replays_from_a_graph(lmdb_path):
@@ -495,9 +501,7 @@ def test_gaussian_blur_replays_from_a_graph(lmdb_path):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
         return (ndd.gaussian_blur(images, sigma=1.5).torch(), ndd.gaussian_blur(images, window_size=3).torch())
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_resize_of_uniform_batches_replays_from_a_graph(lmdb_path):
@@ -509,9 +513,7 @@ def test_resize_of_uniform_batches_replays_from_a_graph(lmdb_path):
         small = ndd.resize(big, size=(20, 24), interp_type=types.INTERP_CUBIC, antialias=True)
         return small.torch(), attrs.torch()
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_resize_of_ragged_batches_runs_kernel_by_kernel(tmp_path):
@@ -606,9 +608,7 @@ def test_cat_and_stack_replay_from_a_graph(lmdb_path):
         b = ndd.flip(a, horizontal=1)
         return ndd.cat(a, b, axis=2).torch(), ndd.stack(a, b, axis=0).torch()
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 @pytest.mark.parametrize("out", ["uint8", "float32"])
@@ -628,9 +628,7 @@ def test_colour_operators_with_random_values_replay_from_a_graph(lmdb_path, out)
         images = ndd.color_twist(images, saturation=sat, contrast=0.9, hue=hue)
         return (images.torch(),)
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 @pytest.mark.parametrize("where", ["random", "fixed"])
@@ -647,9 +645,7 @@ def test_crops_replay_from_a_graph(lmdb_path, where):
             images = ndd.crop(images, crop=(20, 16), crop_pos_x=0.25, crop_pos_y=0.75)
         return (images.torch(),)
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 @pytest.mark.parametrize("stats", ["computed", "given", "random"])
@@ -667,9 +663,7 @@ def test_normalize_replays_from_a_graph(lmdb_path, stats):
             out = ndd.normalize(images, mean=m, stddev=64.0, dtype=ndd.float16)
         return (out.torch(),)
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path):
@@ -682,9 +676,7 @@ def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path):
         dotted = ndd.noise.salt_and_pepper(noisy, prob=sigma, salt_val=250, rng=rng)
         return noisy.torch(), dotted.torch()
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_one_hot_labels_and_padding_replay_from_a_graph(lmdb_path):
@@ -695,9 +687,7 @@ def test_one_hot_labels_and_padding_replay_from_a_graph(lmdb_path):
         hot = ndd.one_hot(ndd.squeeze(labels.gpu(), axes=0), num_classes=10, dtype=ndd.float32)
         return padded.torch(), hot.torch()
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_reductions_replay_from_a_graph(lmdb_path):
@@ -708,9 +698,7 @@ def test_reductions_replay_from_a_graph(lmdb_path):
         spread = ndd.reductions.std_dev(images, mean, axis_names="HW")
         return mean.torch(), spread.torch(), ndd.reductions.max(images).torch(), ndd.reductions.sum(images).torch()
 
-    assert_replays_from_a_graph(lmdb_path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph")
+    assert_the_graph_takes_every_call(lmdb_path, body)
 
 
 def test_the_graph_keeps_the_cached_constants_it_reads(lmdb_path):

@@ -579,8 +579,12 @@ def resize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     if not args["save_attrs"]:
         return out
     attrs = np.array(shapes, np.int32).reshape(n, 2)  # as DALI: each input's (H, W)
-    dev = device_of(ctx, inputs)  # (a constant, as the shapes: a device graph reads it too)
-    return out, cached_constant(("resize attrs", attrs.tobytes(), n, str(dev)), call_stream(ctx), lambda: upload(attrs, dev))
+    dev = device_of(ctx, inputs)
+    # a constant of the shapes, uploaded once (a device graph takes the call); the output is a
+    # copy of it, which the caller may change
+    cached = cached_constant(("resize attrs", attrs.tobytes(), n, str(dev)), call_stream(ctx),
+                             lambda: upload(attrs, dev))
+    return out, cached.clone()
 
 
 def random_resized_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
