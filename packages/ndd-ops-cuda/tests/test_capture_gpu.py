@@ -4,6 +4,9 @@ mode, on threads and with the host part in worker processes. Runs on the CPU emu
 
 from __future__ import annotations
 
+import os
+import sys
+
 import cv2
 import numpy as np
 import pytest
@@ -14,21 +17,22 @@ import ndd.types as types
 pytest.importorskip("ndd_capture", reason="needs the ndd-capture package")
 writers = pytest.importorskip("ndd_readers.writers", reason="needs the ndd-readers package")
 
-B = 8
+sys.path.insert(0, os.path.dirname(__file__))  # pytest runs with --import-mode=importlib
+from capture_helpers import (  # noqa: E402
+    B,
+    assert_replays_from_a_graph,
+    assert_same,
+    assert_the_graph_takes_every_call,
+    eager_run,
+    graph_of,
+    graphed_run,
+    noisy_digits_lmdb,
+)
 
 
 @pytest.fixture(scope="module")
 def lmdb_path(tmp_path_factory) -> str:
-    rng = np.random.default_rng(0)
-    records = []
-    for i in range(40):
-        img = np.zeros((28, 28), np.uint8)
-        cv2.putText(img, str(i % 10), (6, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.8, 255, 2)
-        img = np.clip(img.astype(np.int16) + rng.integers(-20, 20, img.shape), 0, 255).astype(np.uint8)
-        records.append((cv2.imencode(".jpg", img)[1].tobytes(), i % 10))
-    path = tmp_path_factory.mktemp("digits_gpu")
-    writers.write_caffe2_lmdb(str(path), records)
-    return str(path)
+    return noisy_digits_lmdb(tmp_path_factory.mktemp("digits_gpu"))
 
 
 def preprocess(jpegs, labels, rng):
@@ -294,72 +298,6 @@ def test_dropping_the_reader_of_a_split_loop_stops_its_thread_and_processes(lmdb
     assert not set(pipeline_threads()) - before
 
 
-def _graph_of(reader):
-    """The device graph runner of a reader's split capture pipeline."""
-    from ndd_capture._device_graph import DeviceGraph
-
-    worker = reader._capture_loop.worker
-    compute = worker._thread._compute if hasattr(worker, "_thread") else worker._compute
-    return getattr(compute, "__self__", None) if isinstance(getattr(compute, "__self__", None), DeviceGraph) \
-        else None
-
-
-def graphed_run(path, body, graphs=True, epochs=2, processes=2):
-    """``body(jpegs, labels, rng)`` over ``epochs`` epochs in capture mode with a split
-    pipeline: (outputs as NumPy, the RNG's final state, the device graph runner or None,
-    the capture report)."""
-    ndd.capture.set_worker_processes(processes)
-    ndd.capture.set_device_graphs(graphs)
-    try:
-        reader = ndd.readers.Caffe2(path=path, random_shuffle=True, seed=1)
-        rng = ndd.random.RNG(5)
-        out = []
-        for _ in range(epochs):
-            for jpegs, labels in reader.next_epoch(batch_size=B, capture=True):
-                out.append([t.cpu().numpy().copy() for t in body(jpegs, labels, rng)])
-        return out, str(rng.get_state()), _graph_of(reader), ndd.capture.report()
-    finally:
-        ndd.capture.set_worker_processes(None)
-        ndd.capture.set_device_graphs(True)
-
-
-def eager_run(path, body, epochs=2):
-    reader = ndd.readers.Caffe2(path=path, random_shuffle=True, seed=1)
-    rng = ndd.random.RNG(5)
-    out = []
-    for _ in range(epochs):
-        for jpegs, labels in reader.next_epoch(batch_size=B):
-            out.append([t.cpu().numpy().copy() for t in body(jpegs, labels, rng)])
-    return out, str(rng.get_state())
-
-
-def assert_same(a, b):
-    assert a[1] == b[1]
-    assert len(a[0]) == len(b[0])
-    for xs, ys in zip(a[0], b[0]):
-        for x, y in zip(xs, ys):
-            np.testing.assert_array_equal(x, y)
-
-
-def assert_replays_from_a_graph(path, body):
-    """``body`` in capture mode gives eager mode's results, and at least 8 of its 10 steps
-    replay from the device graph (1 traced, 1 reference)."""
-    eager = eager_run(path, body)
-    captured = graphed_run(path, body)
-    assert_same(eager, captured)
-    assert captured[2] is not None and captured[2].stats.replayed >= 8, ndd.capture.report().worker
-
-
-def assert_the_graph_takes_every_call(path, body):
-    """:func:`assert_replays_from_a_graph`, with every call of ``body`` captured (none fell
-    back to eager mode, which would leave it out of the graph) and the whole GPU part in the
-    graph."""
-    assert_replays_from_a_graph(path, body)
-    report = ndd.capture.report()
-    assert not report.fallbacks and report.worker.endswith("; the GPU part replayed as one device graph"), \
-        report.summary()
-
-
 def test_the_gpu_part_replays_as_one_device_graph(lmdb_path):
     """The first pipeline step runs kernel by kernel (the reference), the second is captured
     and every later one replayed: of 10 steps, 1 traced and 1 reference, so at least 8 from
@@ -424,7 +362,7 @@ def test_steps_unlike_the_captured_one_run_kernel_by_kernel(tmp_path):
     eager = _unshuffled(path, False)
     captured = _split(_unshuffled, path, True)
     assert_same(eager, captured)
-    graph = _graph_of(captured[2])
+    graph = graph_of(captured[2])
     stats = graph.stats
     assert graph.state == "replay" and stats.replayed >= 6 and stats.unlike >= 7, stats
     assert stats.kernel_by_kernel == stats.unlike + 1  # and the reference step
@@ -443,7 +381,7 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
     monkeypatch.setattr(_device_graph, "MAX_MISSES", 3)
     captured = _split(_unshuffled, path, True)
     assert_same(eager, captured)
-    graph = _graph_of(captured[2])
+    graph = graph_of(captured[2])
     assert graph.state == "off" and graph.streak == 4
     # 3 epochs of 6 steps, the first traced: every later step either replayed or ran kernel
     # by kernel (a few more may have been computed ahead)
@@ -534,7 +472,7 @@ def test_resize_of_ragged_batches_runs_kernel_by_kernel(tmp_path):
     eager = run(False)
     captured = _split(run, True)
     assert_same(eager, captured)
-    graph = _graph_of(captured[2])
+    graph = graph_of(captured[2])
     assert graph.state == "off" and graph.stats.replayed == 0
     assert ndd.capture.report().worker.endswith(
         "; not as a device graph (capture failed: RuntimeError: a kernel copied host data to the GPU inside a "
@@ -666,11 +604,16 @@ def test_normalize_replays_from_a_graph(lmdb_path, stats):
     assert_the_graph_takes_every_call(lmdb_path, body)
 
 
-def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path):
+@pytest.mark.parametrize("after", ["decode", "erase"])
+def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path, after):
     """The noise of each step (made on the host from the call's random state, in the worker
-    processes' host pass) enters the graph through its input buffers: eager values."""
+    processes' host pass) enters the graph through its input buffers: eager values. Also
+    after an operator that leaves its samples one by one (erase with per-sample regions)."""
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        if after == "erase":
+            at = ndd.random.uniform(batch_size=B, range=[0.0, 0.7], shape=[2], rng=rng)
+            images = ndd.erase(images, anchor=at, shape=[0.3, 0.2], normalized=True, axis_names="HW")
         noisy = ndd.noise.gaussian(images, stddev=12.0, rng=rng)
         sigma = ndd.random.uniform(batch_size=B, range=[0.0, 0.3], rng=rng)
         dotted = ndd.noise.salt_and_pepper(noisy, prob=sigma, salt_val=250, rng=rng)

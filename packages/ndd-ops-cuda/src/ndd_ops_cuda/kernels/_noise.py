@@ -39,7 +39,7 @@ from ndd._noise import (  # core's host parts (the CPU kernels' own)
 )
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
-from ._common import torch_dtype, upload
+from ._common import stacked, torch_dtype, upload
 from ._core import _saturate_cast, via_host
 
 _HOST_ONLY = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
@@ -86,42 +86,45 @@ def salt_and_pepper_gpu(ctx: KernelContext, inputs: list[BatchData], args: Kerne
     return group_result(bd, outs)
 
 
-def _graph_dense(ctx: KernelContext, bd: BatchData) -> np.dtype:
-    """The output type of a graphed noise call: one dense batch of a type torch handles."""
+def _graph_input(ctx: KernelContext, bd: BatchData) -> tuple[np.dtype, list, tuple]:
+    """A graphed noise call's output type, its input as one group (core's draws run in
+    sample order, so one group of the whole batch draws what a group per sample does) and
+    the input's signature. The input is a batch of one shape (dense, or uniform samples as
+    an operator's per-sample path leaves them) of a type torch handles."""
     npd = _out_type(ctx)
-    if bd.dense is None or npd in _HOST_ONLY:
-        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes a dense batch of a type torch handles")
-    return npd
+    if npd in _HOST_ONLY or not len(bd) or not bd.is_uniform():
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes a batch of one shape of a type torch handles")
+    shape = (len(bd), *bd.shapes()[0])
+    x = bd.dense if bd.dense is not None else bd.sample(0)
+    return npd, [(shape, tuple(range(len(bd))))], (shape, str(x.dtype), npd.str)
 
 
 def _gaussian_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
     """The step's noise (made on the host, as always) is the graph's input array."""
-    bd = inputs[0]
-    npd = _graph_dense(ctx, bd)
-    return gaussian_noise(ctx, args, batch_groups(bd)), (tuple(bd.dense.shape), str(bd.dense.dtype), npd.str)
+    _, groups, sig = _graph_input(ctx, inputs[0])
+    return gaussian_noise(ctx, args, groups), sig
 
 
 def _gaussian_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
-    npd = _graph_dense(ctx, inputs[0])
-    return _saturate_cast(inputs[0].dense.to(torch.float64) + uploaded[0].to(torch.float64), npd, torch_dtype(npd))
+    npd, _, _ = _graph_input(ctx, inputs[0])
+    x = stacked(inputs[0])
+    return _saturate_cast(x.to(torch.float64) + uploaded[0].to(torch.float64), npd, torch_dtype(npd))
 
 
 def _salt_and_pepper_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs
                                 ) -> tuple[list, Any]:
     """The step's decisions, salt and pepper values are the graph's input arrays."""
-    bd = inputs[0]
-    npd = _graph_dense(ctx, bd)
-    groups = batch_groups(bd)
+    npd, groups, sig = _graph_input(ctx, inputs[0])
     (code,) = salt_pepper_codes(ctx, args, groups)
     salt, pepper = salt_pepper_values(ctx.op, args, npd, groups[0][1], len(groups[0][0]))
-    return [code, salt, pepper], (tuple(bd.dense.shape), str(bd.dense.dtype), npd.str)
+    return [code, salt, pepper], sig
 
 
 def _salt_and_pepper_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list,
                                   args: KernelArgs) -> Any:
-    _graph_dense(ctx, inputs[0])
+    _graph_input(ctx, inputs[0])
     c, salt, pepper = uploaded
-    return torch.where(c == SALT, salt, torch.where(c == PEPPER, pepper, inputs[0].dense))
+    return torch.where(c == SALT, salt, torch.where(c == PEPPER, pepper, stacked(inputs[0])))
 
 
 def _poisson(lam: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
