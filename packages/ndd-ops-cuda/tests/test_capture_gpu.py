@@ -515,6 +515,26 @@ def test_random_crops_and_mirrors_replay_from_a_graph(lmdb_path, mean):
     assert_replays_from_a_graph(lmdb_path, body)
 
 
+@pytest.mark.parametrize("filt", ["linear", "cubic", "nearest"])
+def test_random_resized_crops_replay_from_a_graph(lmdb_path, filt):
+    """random_resized_crop's windows change every step, and with them each sample's taps and
+    resampling engine (as the CPU's: whether an axis shrinks decides it): the graph runs each
+    engine a window may take, with its taps as input arrays, and picks each sample's result."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
+        if filt == "linear":
+            images = ndd.random_resized_crop(images, size=(20, 20), rng=rng)
+        elif filt == "cubic":
+            images = ndd.random_resized_crop(images, size=(24, 16), interp_type=types.INTERP_CUBIC, antialias=False,
+                                             rng=rng)
+        else:
+            images = ndd.random_resized_crop(images, size=(30, 18), interp_type=types.INTERP_NN, dtype=ndd.float32,
+                                             random_aspect_ratio=[0.5, 2.0], rng=rng)
+        return (images.torch(),)
+
+    assert_the_graph_takes_every_call(lmdb_path, body)
+
+
 def test_random_mirrors_of_one_window_replay_from_a_graph(lmdb_path):
     """A fixed window with per-sample mirror flags: the flags go up as a mask."""
     def body(jpegs, labels, rng):

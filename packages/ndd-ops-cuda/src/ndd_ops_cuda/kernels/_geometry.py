@@ -441,6 +441,12 @@ def _engine(plan: ResizePlan, filters: tuple, antialias: bool) -> tuple[str, tup
     return "numpy", (k0, k1)
 
 
+def _engine_taps(engine: str, key: tuple, antialias: bool, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and weights (out, taps) of one sample's axis ``axis`` as ``engine`` resamples it;
+    ``key`` is (filter kind, input size, output size, lo, hi)."""
+    return _pil_taps(*key) if engine == "pil" else axis_taps(*key, antialias, rows=axis == 0)
+
+
 def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[tuple[int, int]],
           antialias: bool, axis: int, dev: torch.device, stream: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices and weights (n, out, taps) of one axis for every sample (fewer taps padded
@@ -450,7 +456,7 @@ def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[
     keys = [(k[axis], hw[axis], p.out[axis], p.lo[axis], p.hi[axis]) for p, k, hw in zip(plans, kinds, in_hw)]
 
     def make(key: tuple) -> tuple[np.ndarray, np.ndarray]:
-        return _pil_taps(*key) if engine == "pil" else axis_taps(*key, antialias, rows=axis == 0)
+        return _engine_taps(engine, key, antialias, axis)
 
     distinct = set(keys)
     if len(distinct) == 1:  # a uniform batch: one row, broadcast over the samples
@@ -508,11 +514,17 @@ def _resample_batch(x: torch.Tensor, plans: list[ResizePlan], kinds: list[tuple]
     plans share the output size and the engine, in the CPU engine's order and rounding:
     Pillow goes columns first, and for uint8 in and out OpenCV and Pillow round between the
     passes (a float output is computed from float input on the CPU: no rounding)."""
+    return _engine_passes(x, engine, dt, lambda axis: _taps(plans, kinds, engine, in_hw, antialias, axis, x.device,
+                                                             stream))
+
+
+def _engine_passes(x: torch.Tensor, engine: str, dt: torch.dtype, taps: Any) -> torch.Tensor:
+    """``x`` (n, H, W, C) resampled as ``engine`` does, with ``taps(axis)`` -> (indices,
+    weights) of each axis (see :func:`_resample_batch`)."""
     u8 = x.dtype == torch.uint8 and engine != "numpy" and dt == torch.uint8
     y = as_float(x)
     for axis in ((1, 0) if engine == "pil" else (0, 1)):
-        ti, tw = _taps(plans, kinds, engine, in_hw, antialias, axis, x.device, stream)
-        y = _resample_axis(y, ti, tw, axis)
+        y = _resample_axis(y, *taps(axis), axis)
         if u8:
             y = _round_u8(y)
     return cast_to(y, dt)
@@ -587,18 +599,97 @@ def resize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     return out, cached.clone()
 
 
+def _rrc_size(args: KernelArgs) -> tuple[int, int]:
+    size = args["size"]
+    return int(round(size[0])), int(round(size[-1]))
+
+
+def _rrc_plans(ctx: KernelContext, args: KernelArgs, in_hw: list[tuple[int, int]]) -> list[ResizePlan]:
+    """Each sample's window (the CPU kernel's: same random words, same draw pattern) resized
+    to ``size``."""
+    out = _rrc_size(args)
+    wins = random_windows(random_words(ctx, len(in_hw), args["num_attempts"]), in_hw, args)
+    return [ResizePlan(out, (float(y0), float(x0)), (float(y0 + h), float(x0 + w))) for (y0, x0), (h, w) in wins]
+
+
 def random_resized_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    """The CPU kernel's windows (same random words, same draw pattern), resampled on the GPU."""
+    """The CPU kernel's windows, resampled on the GPU."""
     bd = inputs[0]
     n = len(bd)
     check_hw_layout(ctx, [bd.sample(0)] if n else [])
-    size = args["size"]
-    oh, ow = (int(round(size[0])), int(round(size[-1])))
-    wins = random_windows(random_words(ctx, n, args["num_attempts"]), [s[:2] for s in bd.shapes()], args)
-    plans = [ResizePlan((oh, ow), (float(y0), float(x0)), (float(y0 + h), float(x0 + w)))
-             for (y0, x0), (h, w) in wins]
+    plans = _rrc_plans(ctx, args, [s[:2] for s in bd.shapes()])
     if n and shared_args(args, RESIZE_FILTER_ARGS):
         filters = [resize_filters(ctx.op, args, 0)] * n
     else:
         filters = [resize_filters(ctx.op, args, i) for i in range(n)]
     return _resample_all(bd, plans, filters, args["antialias"], out_dtype(ctx), call_stream(ctx)) if n else []
+
+
+def _rrc_graph_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple:
+    """(input shape, filters, the engines a window of these images may take, the taps of each
+    (engine, axis)) of a graphed random_resized_crop: a batch of one shape, one filter.
+
+    The windows change every step, and with them each sample's engine (which depends on
+    whether each axis shrinks) and number of taps; the graph runs every engine a window of
+    these images can take over the whole batch, each with taps padded to the most any window
+    needs (weight 0: the sums are unchanged), and picks each sample's result."""
+    bd = inputs[0]
+    shape = graph_shape(ctx, bd)
+    check_hw_layout(ctx, [bd.sample(0)])
+    if not shared_args(args, RESIZE_FILTER_ARGS):
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes one filter for the batch")
+    filters = resize_filters(ctx.op, args, 0)
+    antialias = args["antialias"]
+    (H, W), out = shape[:2], _rrc_size(args)
+    taps: dict[tuple[str, int], int] = {}
+    # whether each axis shrinks decides the engine, and the largest window the most taps
+    for eh in {H, 1}:
+        for ew in {W, 1}:
+            plan = ResizePlan(out, (0.0, 0.0), (float(eh), float(ew)))
+            engine, kinds = _engine(plan, filters, antialias)
+            for axis, n_in in ((0, H), (1, W)):
+                key = (kinds[axis], n_in, out[axis], 0.0, float(plan.hi[axis]))
+                t = _engine_taps(engine, key, antialias, axis)[0].shape[1] + 1  # (+1: a window's offset)
+                taps[engine, axis] = max(taps.get((engine, axis), 0), t)
+    return shape, filters, sorted({e for e, _ in taps}), taps
+
+
+def _rrc_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """The step's taps for each engine and axis (zeros for the samples another engine takes)
+    and, with several engines, each sample's engine, as input arrays."""
+    shape, filters, engines, taps = _rrc_graph_plan(ctx, inputs, args)
+    n, (H, W) = len(inputs[0]), shape[:2]
+    antialias = args["antialias"]
+    plans = _rrc_plans(ctx, args, [(H, W)] * n)
+    chosen = [_engine(p, filters, antialias) for p in plans]
+    arrays = []
+    for engine in engines:
+        for axis, n_in in ((0, H), (1, W)):
+            t, m = taps[engine, axis], plans[0].out[axis]
+            idx, wts = np.zeros((n, m, t), np.int64), np.zeros((n, m, t), np.float32)
+            for i, (p, (e, kinds)) in enumerate(zip(plans, chosen)):
+                if e == engine:
+                    ix, wt = _engine_taps(e, (kinds[axis], n_in, p.out[axis], p.lo[axis], p.hi[axis]), antialias, axis)
+                    if ix.shape[1] > t:
+                        raise RuntimeError(f"Operator `{ctx.op}`: a window needs more filter taps than the graph has")
+                    idx[i, :, :ix.shape[1]], wts[i, :, :wt.shape[1]] = ix, wt
+            arrays += [idx, wts]
+    if len(engines) > 1:
+        arrays.append(np.array([engines.index(e) for e, _ in chosen], np.int64))
+    return arrays, (shape, str(inputs[0].sample(0).dtype), tuple(engines), tuple(sorted(taps.items())))
+
+
+def _rrc_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    shape, _, engines, _ = _rrc_graph_plan(ctx, inputs, args)
+    x = stacked(inputs[0])
+    gray = len(shape) == 2
+    x = x[..., None] if gray else x
+    dt = out_dtype(ctx)
+    outs = [_engine_passes(x, engine, dt, lambda axis, t=uploaded[4 * j:4 * j + 4]: (t[2 * axis], t[2 * axis + 1]))
+            for j, engine in enumerate(engines)]
+    out = outs[0]
+    if len(outs) > 1:
+        which = uploaded[-1].view(-1, *([1] * (out.ndim - 1)))
+        for j in range(1, len(outs)):
+            out = torch.where(which == j, outs[j], out)
+    return out[..., 0] if gray else out
