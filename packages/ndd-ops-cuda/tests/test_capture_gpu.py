@@ -434,10 +434,13 @@ def test_colour_conversions_and_tables_replay_from_a_graph(lmdb_path):
 
 
 def test_gaussian_blur_replays_from_a_graph(lmdb_path):
-    """A blur with constant arguments: taps as kernel arguments, border indices cached."""
+    """A blur with constant arguments: taps as kernel arguments, border indices cached; with
+    a random sigma: each sample's taps are input arrays."""
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-        return (ndd.gaussian_blur(images, sigma=1.5).torch(), ndd.gaussian_blur(images, window_size=3).torch())
+        sigma = ndd.random.uniform(batch_size=B, range=[0.1, 2.0], rng=rng)
+        return (ndd.gaussian_blur(images, sigma=1.5).torch(), ndd.gaussian_blur(images, window_size=3).torch(),
+                ndd.gaussian_blur(images, sigma=sigma).torch())
 
     assert_the_graph_takes_every_call(lmdb_path, body)
 

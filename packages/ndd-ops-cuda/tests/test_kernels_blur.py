@@ -36,6 +36,22 @@ def test_ragged_batch_per_sample_sigma_and_windows() -> None:
     assert_close(ref, got, atol=1, max_frac=0.01)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("shape", [(20, 17, 3), (5, 40, 1)])  # (5, 40): windows longer than the height
+def test_uniform_batch_with_taps_per_sample(dtype, shape) -> None:
+    """A batch of one shape blurred with each sample's taps (a random sigma: windows of 3 to
+    19 taps, padded to the longest with zeros), and with each sample's window size."""
+    b = batch(rand_images(3, [shape] * 4, dtype))
+    sig = ndd.as_batch([np.float32(s) for s in (0.4, 3.0, 1.5, 0.9)])
+    wins = ndd.as_batch([np.int32(w) for w in (3, 7, 1, 5)])
+    for fn in (lambda x: ndd.gaussian_blur(x, sigma=sig), lambda x: ndd.gaussian_blur(x, window_size=wins)):
+        ref, got, _ = run_both(fn, b)
+        if dtype == np.uint8:
+            assert_close(ref, got, atol=1, max_frac=0.01)
+        else:
+            assert_close(ref, got, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("layout,shape", [("CHW", (3, 12, 14)), ("FHWC", (2, 10, 9, 3)), ("DHWC", (4, 6, 7, 2))])
 def test_other_layouts(layout, shape) -> None:
     b = ndd.as_batch(rand_images(2, [shape] * 2, np.float32), layout=layout)

@@ -58,10 +58,10 @@ _WHERE = {
 # Operators whose kernels can be part of a device graph (core's Plan.graph_host): with
 # constant arguments their launches depend only on their input shapes, and they read no
 # device value back ...
-# (resize, gaussian_blur, lookup_table: their filter taps, border indices and tables, which
+# (resize, lookup_table: their filter taps and tables, which
 # depend on the shapes and arguments, are cached constants)
 _GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat", "stack", "resize",
-               "gaussian_blur", "lookup_table", "color_space_conversion", "one_hot", "pad",
+               "lookup_table", "color_space_conversion", "one_hot", "pad",
                # (a mean given on the host is uploaded, which a capture refuses: kernel by kernel)
                *(f"reductions.{op}" for op in ("sum", "mean", "mean_square", "rms", "min", "max", "std_dev",
                                                "variance"))}
@@ -70,6 +70,7 @@ _GRAPH_STAGES = {op: ("_geometry", "_warp_graph_host", "_warp_graph_device") for
 _GRAPH_STAGES["flip"] = ("_geometry", "_flip_graph_host", "_flip_graph_device")
 _GRAPH_STAGES["crop_mirror_normalize"] = ("_normalize", "_cmn_graph_host", "_cmn_graph_device")
 _GRAPH_STAGES["crop"] = ("_geometry", "_crop_graph_host", "_crop_graph_device")
+_GRAPH_STAGES["gaussian_blur"] = ("_blur", "_graph_host", "_graph_device")
 _GRAPH_STAGES["random_resized_crop"] = ("_geometry", "_rrc_graph_host", "_rrc_graph_device")
 _GRAPH_STAGES["normalize"] = ("_normalize", "_normalize_graph_host", "_normalize_graph_device")
 _GRAPH_STAGES["erase"] = ("_pixel", "_erase_graph_host", "_erase_graph_device")
