@@ -538,6 +538,25 @@ def test_random_resized_crops_replay_from_a_graph(lmdb_path, filt):
     assert_the_graph_takes_every_call(lmdb_path, body)
 
 
+@pytest.mark.parametrize("policy", ["error", "pad"])
+def test_slices_at_random_anchors_replay_from_a_graph(lmdb_path, policy):
+    """slice with random anchors drawn on the host: the gather indices (and with padding the
+    masks and the fill values) go up each step; a fixed window is a slice in the graph."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        if policy == "pad":
+            at = ndd.random.uniform(batch_size=B, range=[-0.3, 0.5], shape=[2], rng=rng)
+            cut = ndd.slice(images, at, [14, 12], axis_names="HW", normalized_shape=False, out_of_bounds_policy="pad",
+                            fill_values=[5.0, 100.0, 200.0])
+        else:
+            at = ndd.random.uniform(batch_size=B, range=[0.0, 0.5], shape=[2], rng=rng)
+            cut = ndd.slice(images, at, [14, 12], axis_names="HW", normalized_shape=False)
+        fixed = ndd.slice(images, rel_start=[0.1, 0.2], rel_shape=[0.5, 0.5], axis_names="HW")
+        return cut.torch(), fixed.torch()
+
+    assert_the_graph_takes_every_call(lmdb_path, body)
+
+
 def test_random_mirrors_of_one_window_replay_from_a_graph(lmdb_path):
     """A fixed window with per-sample mirror flags: the flags go up as a mask."""
     def body(jpegs, labels, rng):

@@ -37,7 +37,16 @@ from ndd._shape_ops import (  # core's argument helpers (the CPU kernels' own)
 )
 from ndd.plugins import BatchData, KernelArgs, KernelContext
 
-from ._common import SIGNED_TWIN, device_of, host_batch, stacked, torch_dtype, upload, window_cast
+from ._common import (
+    SIGNED_TWIN,
+    device_of,
+    graph_shape,
+    host_batch,
+    stacked,
+    torch_dtype,
+    upload,
+    window_cast,
+)
 
 _SIGNED_NP = {np.dtype(np.uint16): np.int16, np.dtype(np.uint32): np.int32, np.dtype(np.uint64): np.int64}
 
@@ -175,27 +184,36 @@ def _cut(x: torch.Tensor, box: list, lead: int, fill: torch.Tensor | None, dt: t
     return out.view(dt)
 
 
-def _gather(x: torch.Tensor, boxes: list, fill: torch.Tensor | None, dt: torch.dtype) -> torch.Tensor:
-    """Windows of one size, one per sample of the dense batch ``x``, in one gather:
-    per axis the indices (n, extent) of the window, clamped; ``fill`` outside."""
-    n, shape = x.shape[0], x.shape[1:]
-    dev = x.device
-    k = len(shape)
-    index = [torch.arange(n, device=dev).reshape((n,) + (1,) * k)]
-    valid = []
+def _window_indices(boxes: list, shape: tuple, masks: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per sample axis, the indices (n, extent) of windows of one size, clamped, and with
+    ``masks`` where they fall inside the input."""
+    index, valid = [], []
     for a, d in enumerate(shape):
         st = np.array([b[a][0] for b in boxes], np.int64)[:, None]
         pos = st + np.arange(boxes[0][a][1] - boxes[0][a][0])
-        view = (n,) + (1,) * a + (pos.shape[1],) + (1,) * (k - a - 1)
-        index.append(upload(np.clip(pos, 0, max(d - 1, 0)), dev).reshape(view))
+        index.append(np.clip(pos, 0, max(d - 1, 0)))
         ok = (pos >= 0) & (pos < d)
-        if fill is not None and not ok.all():
-            valid.append(upload(ok, dev).reshape(view))
-    out = window_cast(_bits(x)[tuple(index)].view(x.dtype), dt)
+        if masks:
+            valid.append(ok)
+    return index, valid
+
+
+def _gather(x: torch.Tensor, index: list[torch.Tensor], valid: list[torch.Tensor], fill: torch.Tensor | None,
+            dt: torch.dtype) -> torch.Tensor:
+    """Windows of one size, one per sample of the dense batch ``x``, in one gather with the
+    per-axis ``index`` of :func:`_window_indices` (on the device); ``fill`` outside, where
+    the per-axis ``valid`` masks (if any) say."""
+    n, k = x.shape[0], x.ndim - 1
+
+    def along(a: int, t: torch.Tensor) -> torch.Tensor:  # (n, extent) broadcast along axis a
+        return t.reshape((n,) + (1,) * a + (t.shape[1],) + (1,) * (k - a - 1))
+
+    idx = [torch.arange(n, device=x.device).reshape((n,) + (1,) * k)] + [along(a, t) for a, t in enumerate(index)]
+    out = window_cast(_bits(x)[tuple(idx)].view(x.dtype), dt)
     if valid:
-        mask = valid[0]
-        for v in valid[1:]:
-            mask = mask & v
+        mask = along(0, valid[0])
+        for a, v in enumerate(valid[1:], 1):
+            mask = mask & along(a, v)
         out = torch.where(mask, _bits(out), fill).view(dt)
     return out
 
@@ -208,32 +226,41 @@ def _host_arg(bd: BatchData | None) -> BatchData | None:
     return host_batch(bd)
 
 
-def slice_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+def _slice_plans(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> list[tuple[list, Any]]:
+    """Each sample's window and its fill values (None: no padding), computed and checked as
+    the CPU kernel does (one window for all when nothing is per sample and the samples
+    share a shape, as the CPU's dense path; else sample after sample: the same error first)."""
     bd = inputs[0]
-    n = len(bd)
-    if not n:
-        return []
     anchor = _host_arg(inputs[1] if len(inputs) > 1 else None)
     shp = _host_arg(inputs[2] if len(inputs) > 2 else None)
     layout = ctx.input_layouts[0]
     npd = ctx.output_meta[0].dtype.numpy_dtype
-    dt = torch_dtype(npd)
     policy, fill_values, names = args["out_of_bounds_policy"], args["fill_values"], args["axis_names"]
     shapes = [tuple(s) for s in bd.shapes()]
 
     def plan(i: int, shape: tuple, axes: tuple, anchor_i: Any, shape_i: Any) -> tuple[list, Any]:
-        """The window of sample ``i`` and its fill values (None: no padding), computed and
-        checked as the CPU kernel does."""
         box, pad = _slice_window(_slice_box(args, i, shape, axes, anchor_i, shape_i), shape, policy)
         return box, (_fill_array(fill_values, tuple(en - st for st, en in box), layout, npd) if pad else None)
 
-    one = anchor is None and shp is None and not any(args.is_per_sample(a) for a in _SLICE_ARGS)
-    if one and len(set(shapes)) == 1:  # one window for all (as the CPU's dense path)
-        plans = [plan(0, shapes[0], _slice_axes(names, args["axes"], len(shapes[0]), layout), None, None)] * n
-    else:  # sample after sample, as the CPU kernel (the same error first)
-        plans = [plan(i, s, _slice_axes(names, args.sample("axes", i), len(s), layout),
-                      None if anchor is None else anchor.sample(i), None if shp is None else shp.sample(i))
-                 for i, s in enumerate(shapes)]
+    if anchor is None and shp is None and not any(args.is_per_sample(a) for a in _SLICE_ARGS) \
+            and len(set(shapes)) == 1:
+        return [plan(0, shapes[0], _slice_axes(names, args["axes"], len(shapes[0]), layout), None, None)] * len(bd)
+    return [plan(i, s, _slice_axes(names, args.sample("axes", i), len(s), layout),
+                 None if anchor is None else anchor.sample(i), None if shp is None else shp.sample(i))
+            for i, s in enumerate(shapes)]
+
+
+def _extent(box: list) -> tuple[int, ...]:
+    return tuple(en - st for st, en in box)
+
+
+def slice_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    if not len(bd):
+        return []
+    dt = torch_dtype(ctx.output_meta[0].dtype.numpy_dtype)
+    plans = _slice_plans(ctx, inputs, args)
+    shapes = [tuple(s) for s in bd.shapes()]
     dev = device_of(ctx, inputs)
     boxes = [box for box, _ in plans]
     x = stacked(bd) if len(set(shapes)) == 1 and 0 not in shapes[0] else None
@@ -241,9 +268,46 @@ def slice_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
         if all(box == boxes[0] for box in boxes):
             f = plans[0][1]
             return _cut(x, boxes[0], 1, None if f is None else _fill_tensor(f, dev), dt)
-        if len({tuple(en - st for st, en in box) for box in boxes}) == 1:
+        if len({_extent(box) for box in boxes}) == 1:
             # windows of one size: every one that pads has the same fill values
             f = next((f for _, f in plans if f is not None), None)
-            return _gather(x, boxes, None if f is None else _fill_tensor(f, dev), dt)
+            index, valid = _window_indices(boxes, shapes[0], f is not None)
+            return _gather(x, [upload(i, dev) for i in index], [upload(v, dev) for v in valid],
+                           None if f is None else _fill_tensor(f, dev), dt)
     return [_cut(s, box, 0, None if f is None else _fill_tensor(f, dev), dt)
             for s, (box, f) in zip(bd.samples, plans)]
+
+
+def _slice_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """Graph host stage of slice: windows of one size in a batch of one shape, anchors and
+    shapes given on the host (random draws, say). One window for all without padding is a
+    slice (the window in the signature); else each axis's gather indices, and with the "pad"
+    policy each axis's mask and the fill values, are input arrays."""
+    bd = inputs[0]
+    shape = graph_shape(ctx, bd)
+    if any(x is not None and len(x) and isinstance(x.sample(0), torch.Tensor) for x in inputs[1:]):
+        raise RuntimeError(f"Operator `{ctx.op}`: anchors or shapes on the device cannot enter a graph")
+    plans = _slice_plans(ctx, inputs, args)
+    boxes = [box for box, _ in plans]
+    size = _extent(boxes[0])
+    if 0 in shape or any(_extent(box) != size for box in boxes):
+        raise RuntimeError(f"Operator `{ctx.op}`: a graph takes windows of one size in samples that are not empty")
+    pad = args["out_of_bounds_policy"] == "pad"  # (masks and fill whether or not this step pads)
+    sig = (len(bd), shape, str(bd.sample(0).dtype))
+    if not pad and all(box == boxes[0] for box in boxes):
+        return [], (sig, tuple(map(tuple, boxes[0])))
+    index, valid = _window_indices(boxes, shape, pad)
+    if not pad:
+        return index, (sig, size, False)
+    fill = _fill_array(args["fill_values"], size, ctx.input_layouts[0], ctx.output_meta[0].dtype.numpy_dtype)
+    return index + valid + [_np_bits(fill)], (sig, size, True)
+
+
+def _slice_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    x = stacked(inputs[0])
+    dt = torch_dtype(ctx.output_meta[0].dtype.numpy_dtype)
+    if not uploaded:  # the one window of the signature
+        return _cut(x, _slice_plans(ctx, inputs, args)[0][0], 1, None, dt)
+    k = x.ndim - 1
+    index, rest = uploaded[:k], uploaded[k:]
+    return _gather(x, index, rest[:k], rest[k] if rest else None, dt)
