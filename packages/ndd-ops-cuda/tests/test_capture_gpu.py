@@ -392,13 +392,15 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
 
 
 def test_an_operator_that_cannot_be_graphed_is_named_in_the_report(lmdb_path):
+    """bb_flip has no graph stage (boxes usually differ in number from step to step)."""
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-        images = ndd.noise.shot(images, factor=4.0, rng=rng)
-        return (images.torch(),)
+        boxes = ndd.random.uniform(batch_size=B, range=[0.0, 0.5], shape=[3, 4], rng=rng)
+        boxes = ndd.bb_flip(boxes.gpu(), horizontal=1)
+        return images.torch(), boxes.torch()
 
     assert_same(eager_run(lmdb_path, body), graphed_run(lmdb_path, body))
-    assert ndd.capture.report().worker.endswith("; not as a device graph (noise.shot cannot be)")
+    assert ndd.capture.report().worker.endswith("; not as a device graph (bb_flip cannot be)")
 
 
 @pytest.mark.parametrize("where", ["random", "fixed"])
@@ -647,10 +649,11 @@ def test_normalize_replays_from_a_graph(lmdb_path, stats):
 
 
 @pytest.mark.parametrize("after", ["decode", "erase"])
-def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path, after):
-    """The noise of each step (made on the host from the call's random state, in the worker
-    processes' host pass) enters the graph through its input buffers: eager values. Also
-    after an operator that leaves its samples one by one (erase with per-sample regions)."""
+def test_noise_replays_from_a_graph(lmdb_path, after):
+    """The noise of each step (gaussian, salt and pepper, shot noise's uniform and normal
+    draws; made on the host from the call's random state, in the worker processes' host
+    pass) enters the graph through its input buffers: eager values. Also after an operator
+    that leaves its samples one by one (erase with per-sample regions)."""
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
         if after == "erase":
@@ -659,7 +662,9 @@ def test_gaussian_and_salt_and_pepper_noise_replay_from_a_graph(lmdb_path, after
         noisy = ndd.noise.gaussian(images, stddev=12.0, rng=rng)
         sigma = ndd.random.uniform(batch_size=B, range=[0.0, 0.3], rng=rng)
         dotted = ndd.noise.salt_and_pepper(noisy, prob=sigma, salt_val=250, rng=rng)
-        return noisy.torch(), dotted.torch()
+        factor = ndd.random.uniform(batch_size=B, range=[0.5, 8.0], rng=rng)
+        shot = ndd.noise.shot(dotted, factor=factor, rng=rng)
+        return noisy.torch(), dotted.torch(), shot.torch(), ndd.noise.shot(images, factor=40.0, rng=rng).torch()
 
     assert_the_graph_takes_every_call(lmdb_path, body)
 

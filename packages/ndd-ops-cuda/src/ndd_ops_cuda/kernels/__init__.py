@@ -77,6 +77,7 @@ _GRAPH_STAGES["normalize"] = ("_normalize", "_normalize_graph_host", "_normalize
 _GRAPH_STAGES["erase"] = ("_pixel", "_erase_graph_host", "_erase_graph_device")
 _GRAPH_STAGES["noise.gaussian"] = ("_noise", "_gaussian_graph_host", "_gaussian_graph_device")
 _GRAPH_STAGES["noise.salt_and_pepper"] = ("_noise", "_salt_and_pepper_graph_host", "_salt_and_pepper_graph_device")
+_GRAPH_STAGES["noise.shot"] = ("_noise", "_shot_graph_host", "_shot_graph_device")
 _GRAPH_STAGES["brightness_contrast"] = ("_color", "_bc_graph_host", "_bc_graph_device")
 _GRAPH_STAGES.update({op: ("_color", "_color_graph_host", "_color_graph_device") for op in ("hsv", "color_twist")})
 

@@ -127,10 +127,12 @@ def _salt_and_pepper_graph_device(ctx: KernelContext, inputs: list[BatchData], u
     return torch.where(c == SALT, salt, torch.where(c == PEPPER, pepper, stacked(inputs[0])))
 
 
-def _poisson(lam: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+def _poisson(lam: torch.Tensor, u: torch.Tensor, z: torch.Tensor, stop_early: bool = True) -> torch.Tensor:
     """``ndd._noise.poisson`` in torch: every value runs the inversion steps (those with a
-    large rate, given rate 0, stop at once) until none is searching, then the normal
-    approximation's count is taken where the rate is large."""
+    large rate, given rate 0, stop at once) until none is searching (``stop_early``, which
+    reads the device), or all of them (a device graph: a count stops for good, so the later
+    steps change nothing), then the normal approximation's count is taken where the rate is
+    large."""
     small = lam < POISSON_SMALL
     rate = torch.where(small, lam, 0.0)
     p = exp_neg(rate)
@@ -138,7 +140,7 @@ def _poisson(lam: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tenso
     k = torch.zeros_like(rate)
     for j in range(1, POISSON_STEPS + 1):
         searching = u >= cdf
-        if (j - 1) % _CHECK_EVERY == 0 and not bool(searching.any()):
+        if stop_early and (j - 1) % _CHECK_EVERY == 0 and not bool(searching.any()):
             break
         k = k + searching.to(k.dtype)  # (a value stops for good: the CDF only grows)
         p = p * rate * RECIPROCALS[j - 1]
@@ -177,3 +179,22 @@ def shot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
         start += lam.numel()
         outs.append(_saturate_cast(k.to(torch.float32) * factor, npd, dt))
     return group_result(bd, outs)
+
+
+def _shot_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """The step's uniform and normal draws (made on the host, as always) and the factors
+    are the graph's input arrays."""
+    _, groups, sig = _graph_input(ctx, inputs[0])
+    ((u, z),) = shot_randoms(ctx, groups)
+    shape, idx = groups[0]
+    factor = np.asarray(param(ctx.op, args, "factor", idx, len(shape)), np.float32)
+    return [u, z, factor], sig
+
+
+def _shot_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    npd, _, _ = _graph_input(ctx, inputs[0])
+    u, z, factor = uploaded
+    lam = stacked(inputs[0]).to(torch.float32) / factor
+    lam = torch.where(torch.isfinite(lam) & (lam > 0), lam, 0.0).to(torch.float64)
+    k = _poisson(lam, u, z, stop_early=False)
+    return _saturate_cast(k.to(torch.float32) * factor, npd, torch_dtype(npd))
