@@ -680,6 +680,19 @@ def test_one_hot_labels_and_padding_replay_from_a_graph(lmdb_path):
     assert_the_graph_takes_every_call(lmdb_path, body)
 
 
+def test_reshapes_replay_from_a_graph(lmdb_path):
+    """reshape is a view: its output shapes are the signature (absolute, relative, from
+    source dimensions, with a layout)."""
+    def body(jpegs, labels, rng):
+        images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
+        flat = ndd.reshape(images, shape=[-1])
+        wide = ndd.reshape(images, rel_shape=[0.5, 2, 1], layout="HWC")
+        chw = ndd.reshape(ndd.flip(images, horizontal=1), src_dims=[2, 0, 1])
+        return flat.torch(), wide.torch(), chw.torch()
+
+    assert_the_graph_takes_every_call(lmdb_path, body)
+
+
 def test_reductions_replay_from_a_graph(lmdb_path):
     """Reductions of captured GPU batches (a standard deviation about a device mean too)."""
     def body(jpegs, labels, rng):

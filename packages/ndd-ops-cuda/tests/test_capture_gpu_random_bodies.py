@@ -176,6 +176,7 @@ ENDINGS = {
     "transpose": "x = ndd.transpose(x, perm=[2, 0, 1])",
     "cat": "x = ndd.cat(x, ndd.flip(x, vertical=1), axis=0)",
     "stack": "x = ndd.stack(x, x, axis=1)",
+    "reshape": "x = ndd.reshape(x, shape=[-1])",
     "cast to float16": "x = ndd.cast(x, dtype=ndd.float16)",  # (the noise ops and reductions take no float16)
 }
 

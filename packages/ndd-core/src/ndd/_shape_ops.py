@@ -204,12 +204,15 @@ def _reshape_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) 
         in_shape = d.shape[1:]
         target = _target_shape(in_shape, args["shape"], args["rel_shape"], args["src_dims"])
         return d.reshape(d.shape[:1] + _fill_negative(in_shape, target))
-    out = []
-    for i, s in enumerate(bd.samples):
-        shape = shp_in.sample(i) if shp_in is not None else args.sample("shape", i)
-        target = _target_shape(s.shape, shape, args.sample("rel_shape", i), args.sample("src_dims", i))
-        out.append(s.reshape(_fill_negative(s.shape, target)))
-    return _checked(ctx, out)
+    return _checked(ctx, [s.reshape(_reshaped(args, i, s.shape, shp_in)) for i, s in enumerate(bd.samples)])
+
+
+def _reshaped(args: KernelArgs, i: int, in_shape: tuple, shp_in: BatchData | None) -> tuple[int, ...]:
+    """The shape sample ``i`` (of shape ``in_shape``) takes (``shp_in``: the shapes given as
+    an input, on the host)."""
+    shape = shp_in.sample(i) if shp_in is not None else args.sample("shape", i)
+    target = _target_shape(in_shape, shape, args.sample("rel_shape", i), args.sample("src_dims", i))
+    return _fill_negative(in_shape, target)
 
 
 RESHAPE = OpSchema(

@@ -70,6 +70,7 @@ _GRAPH_STAGES = {op: ("_geometry", "_warp_graph_host", "_warp_graph_device") for
 _GRAPH_STAGES["flip"] = ("_geometry", "_flip_graph_host", "_flip_graph_device")
 _GRAPH_STAGES["crop_mirror_normalize"] = ("_normalize", "_cmn_graph_host", "_cmn_graph_device")
 _GRAPH_STAGES["crop"] = ("_geometry", "_crop_graph_host", "_crop_graph_device")
+_GRAPH_STAGES["reshape"] = ("_shape", "_reshape_graph_host", "_reshape_graph_device")
 _GRAPH_STAGES["slice"] = ("_shape", "_slice_graph_host", "_slice_graph_device")
 _GRAPH_STAGES["gaussian_blur"] = ("_blur", "_graph_host", "_graph_device")
 _GRAPH_STAGES["random_resized_crop"] = ("_geometry", "_rrc_graph_host", "_rrc_graph_device")

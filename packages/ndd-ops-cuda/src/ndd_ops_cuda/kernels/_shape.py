@@ -31,6 +31,7 @@ from ndd._shape_ops import (  # core's argument helpers (the CPU kernels' own)
     _one_hot_axis,
     _pad_axes,
     _pad_target,
+    _reshaped,
     _slice_axes,
     _slice_box,
     _slice_window,
@@ -47,6 +48,7 @@ from ._common import (
     upload,
     window_cast,
 )
+from ._core import HOST_KERNELS
 
 _SIGNED_NP = {np.dtype(np.uint16): np.int16, np.dtype(np.uint32): np.int32, np.dtype(np.uint64): np.int64}
 
@@ -131,6 +133,23 @@ def pad_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> An
         o[_region(shape)] = _bits(s)
         res.append(o.view(odt))
     return res
+
+
+# -- reshape ------------------------------------------------------------------------
+
+
+def _reshape_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
+    """Graph host stage of reshape (a view): the output shapes are the signature; shapes
+    given as an input must be on the host."""
+    shp_in = inputs[1] if len(inputs) > 1 else None
+    if shp_in is not None and len(shp_in) and isinstance(shp_in.sample(0), torch.Tensor):
+        raise RuntimeError(f"Operator `{ctx.op}`: shapes on the device cannot enter a graph")
+    shapes = inputs[0].shapes()
+    return [], (tuple(shapes), tuple(_reshaped(args, i, s, shp_in) for i, s in enumerate(shapes)))
+
+
+def _reshape_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
+    return HOST_KERNELS["reshape"](ctx, inputs, args)
 
 
 # -- one_hot ------------------------------------------------------------------------
