@@ -17,8 +17,11 @@ In a split pipeline the worker processes take over the host pass once the first 
 run (they get the device values' shapes as stand-ins, and the captured signatures): each
 sends the arrays of its steps that match the captured one, so this process only fills
 the buffers and replays (the host pass is Python that would compete with the training
-step for the interpreter lock). Steps computed before, or by a worker that could not run
-the host pass, get it here as before.
+step for the interpreter lock). Such a step comes without the host stages' data of the
+staged operators (the decoded pixels, say, which its arrays hold already): should it run
+kernel by kernel after all (the graph dropped meanwhile), those operators run whole here.
+Steps computed before, or by a worker that could not run the host pass, get it here as
+before.
 
 The first step runs kernel by kernel (it fills the kernels' caches, e.g. constant grids, and
 gives the reference signatures with real input shapes); the next step with the same
@@ -59,6 +62,7 @@ class DeviceGraph:
         self.state = "reference"  # -> "capture" -> "replay"; "off" once given up
         self.sigs: list | None = None
         self.shapes: dict = {}  # device node outputs of the reference step (their shapes)
+        self.staged_standins: dict = {}  # its staged data: a capture's device pass reads their shapes
         self.streak = 0  # steps unlike the captured one since the last replay
         self.slices: list[tuple[int, int]] = []  # each node's slice of a step's arrays
         self.stats = loop.report.device_graph = DeviceGraphStats()
@@ -80,7 +84,7 @@ class DeviceGraph:
             pre = False
         if self.state == "off":
             self.stats.kernel_by_kernel += 1
-            self.loop._run_nodes(self.nodes, vals, k, self.staged)
+            self._kernel_by_kernel(vals, k)
         elif self.state == "reference":
             self._reference(vals, k)
         else:
@@ -102,6 +106,7 @@ class DeviceGraph:
             return
         self.sigs = sigs
         self.shapes = {n.id: vals[n.id] for n in self.nodes}
+        self.staged_standins = {("staged", nid): vals[("staged", nid)] for nid in self.staged}
         at = 0
         for _, arrays in sigs:
             self.slices.append((at, at + len(arrays)))
@@ -119,6 +124,11 @@ class DeviceGraph:
         except Exception:  # noqa: BLE001 - something does not pickle: the host pass stays here
             return
         self.processes.set_graph_host(payload)
+
+    def _kernel_by_kernel(self, vals: dict, k: int) -> None:
+        """The step's nodes kernel by kernel; staged ones whose host stage's data did not
+        come (the worker ran the graph's host pass) run whole."""
+        self.loop._run_nodes(self.nodes, vals, k, {nid for nid in self.staged if ("staged", nid) in vals})
 
     def _host_pass(self, vals: dict, k: int) -> tuple[list, list, list]:
         """(signatures, arrays of the step in order, each node's slice of them)."""
@@ -150,10 +160,10 @@ class DeviceGraph:
             self.streak += 1
             if self.streak > MAX_MISSES:
                 self._off(f"{self.streak} steps in a row differed from the captured one")
-            self.loop._run_nodes(self.nodes, vals, k, self.staged)
+            self._kernel_by_kernel(vals, k)
             return
         if self.state == "capture":
-            host = dict(vals)
+            host = {**self.staged_standins, **vals}
 
             def device_pass(uploaded: list) -> dict:
                 d = dict(host)
@@ -168,7 +178,7 @@ class DeviceGraph:
             except Exception as e:  # noqa: BLE001 - e.g. a kernel that synchronises
                 self._off(f"capture failed: {type(e).__name__}: {e}")
                 self.stats.kernel_by_kernel += 1
-                self.loop._run_nodes(self.nodes, vals, k, self.staged)
+                self._kernel_by_kernel(vals, k)
                 return
             self.state = "replay"
             self.loop.report.worker += "; the GPU part replayed as one device graph"
@@ -205,6 +215,8 @@ def worker_host_pass(g: dict, vals: dict, k: int) -> None:
             arrays.extend(a)
         else:
             vals[GRAPH_ARRAYS] = [BatchData(dense=a) for a in arrays]
+            for key in [key for key in vals if isinstance(key, tuple) and key[0] == "staged"]:
+                del vals[key]  # (the arrays hold what the loop's process needs of them)
             return
     except Exception:  # noqa: BLE001 - not graphable this step: the loop's process runs it kernel by kernel
         pass
