@@ -143,14 +143,16 @@ def _decode_one_on_cpu(ctx: KernelContext, kernel: Any, bd: BatchData, i: int, a
 def _to_hwc(imgs: list[Any], out: DALIImageType, dtype: np.dtype) -> Any:
     """nvJPEG's CHW uint8 samples (of one shape) as one contiguous HWC batch of ``dtype``.
 
-    Stacking the HWC views of the samples is one copy kernel (the concatenation reads the
-    strided views), where stacking and then making the batch HWC contiguous was two.
+    One stack of the CHW samples and one copy of its HWC view: two kernels but three calls,
+    where stacking the samples' HWC views (one kernel) took a call per sample, which cost the
+    host more (64 samples: about 100 against 25 µs here) than the second kernel costs the GPU.
     """
     import torch
 
-    hwc = torch.stack([img.movedim(0, -1) for img in imgs])
+    hwc = torch.stack(imgs).permute(0, 2, 3, 1)
     if out == _BGR:
         hwc = hwc.flip(-1)
+    hwc = hwc.contiguous()
     if dtype == np.uint16:
         return (hwc.to(torch.int32) * 257).to(torch.uint16)
     if dtype == np.float32:
