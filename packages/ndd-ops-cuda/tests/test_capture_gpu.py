@@ -325,6 +325,27 @@ def test_the_gpu_part_replays_as_one_device_graph(lmdb_path):
     assert "device graph" not in ndd.capture.report().worker
 
 
+def test_steps_with_graph_arrays_leave_the_staged_pixels_behind(lmdb_path, monkeypatch):
+    """A worker process that ran the graph's host pass sends the step's arrays (the decoded
+    pixels among them) without the decoder's staged host data, which they duplicate; the
+    steps before it send the staged data."""
+    from ndd_capture import _processes
+
+    took = _processes._Receiver._took
+    keys: list[set] = []
+
+    def record(self, extra, heads, read):
+        keys.append({key for key, _ in heads})
+        return took(self, extra, heads, read)
+
+    monkeypatch.setattr(_processes._Receiver, "_took", record)
+    assert_same(eager_run(lmdb_path, preprocess), graphed_run(lmdb_path, preprocess))
+    graph_steps = [k for k in keys if ("graph", "arrays") in k]
+    assert graph_steps and all(not any(isinstance(key, tuple) and key[0] == "staged" for key in k)
+                               for k in graph_steps)
+    assert any(("staged", 1) in k for k in keys if ("graph", "arrays") not in k)
+
+
 def _digits_lmdb(path, sides) -> str:
     """An unshuffled Caffe2 LMDB whose record ``i`` is a digit of side ``sides[i]``."""
     records = []
