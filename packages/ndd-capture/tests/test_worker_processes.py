@@ -649,3 +649,32 @@ def test_worker_processes_ahead_of_a_slow_loop_are_not_waited_for(lmdb_path):
     assert report.worker == "2 process(es)" and report.steps == 10
     assert 1 <= report.waits <= 3 and report.waited_s > 0, report.summary()
     assert report.to_dict()["waits"] == report.waits
+
+
+@pytest.mark.parametrize("kind", ["dense", "files", "int16 samples", "strided samples", "2-d samples", "objects"])
+def test_a_steps_values_travel_intact(kind):
+    """What a worker process packs for each value (a dense array; 1-D samples such as encoded
+    files, their sizes ahead of their bytes; samples of other shapes; anything else pickled)
+    unpacks to the same samples, from bytes at any offset of the step."""
+    from ndd._storage import BatchData
+    from ndd_capture._processes import _pack, _unpack
+
+    rng = np.random.default_rng(3)
+    values = {
+        "dense": BatchData(dense=rng.random((4, 3, 2), dtype=np.float32)),
+        "files": BatchData(samples=[rng.integers(0, 255, k, dtype=np.uint8) for k in (5, 0, 700, 3)]),
+        "int16 samples": BatchData(samples=[rng.integers(-9, 9, k).astype(np.int16) for k in (5, 1, 7)]),
+        "strided samples": BatchData(samples=[rng.random(k, dtype=np.float32)[::2] for k in (10, 4)]),
+        "2-d samples": BatchData(samples=[rng.integers(0, 9, (3, 4)).astype(np.uint8),
+                                          rng.integers(0, 9, (2, 5)).astype(np.uint8)]),
+        "objects": BatchData(samples=[np.array(["a", None], object)]),
+    }
+    bd = values[kind]
+    head, flat = _pack(bd)
+    step = np.concatenate([np.zeros(3, np.uint8), flat if flat is not None else np.zeros(0, np.uint8)])[3:]
+    got = _unpack(pickle.loads(pickle.dumps(head)), lambda n: step[:n])
+    want = bd.samples if bd.dense is None else list(bd.dense)
+    assert len(got) == len(want)
+    for a, b in zip(want, got.samples if got.dense is None else list(got.dense)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b) if kind != "objects" else list(a) == list(b)

@@ -247,6 +247,12 @@ def _pack(bd: BatchData) -> tuple[tuple, np.ndarray | None]:
     s = bd.samples if d is None else None
     if s and all(type(x) is np.ndarray for x in s) and not s[0].dtype.hasobject \
             and all(x.dtype == s[0].dtype for x in s):
+        if all(x.ndim == 1 for x in s):
+            # Encoded files and the like: their sizes go ahead of their bytes, as an array,
+            # where a list of shapes in the pickled header cost the loop's thread ~3 µs a step.
+            sizes = np.fromiter((x.size for x in s), np.int64, len(s))
+            flat = np.concatenate([sizes.view(np.uint8), *(np.ascontiguousarray(x).view(np.uint8) for x in s)])
+            return ("b", s[0].dtype.str, len(s), flat.size), flat
         flat = np.concatenate([x.reshape(-1) for x in s]).view(np.uint8)
         return ("s", s[0].dtype.str, [x.shape for x in s], flat.size), flat
     return ("p", bd), None
@@ -261,6 +267,15 @@ def _unpack(head: tuple, read: Any) -> BatchData:
     if kind == "d":
         shape = head[2]
         return BatchData(dense=read(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape))
+    if kind == "b":
+        n = head[2]
+        raw = read(head[3])
+
+        def split() -> list:  # the samples, when something reads them
+            ends = np.cumsum(raw[:8 * n].view(np.int64)).tolist()
+            data = raw[8 * n:].view(dtype)
+            return [data[a:b] for a, b in zip([0, *ends], ends)]
+        return LazyBatchData(n, split)
     shapes = head[2]
     flat = read(head[3]).view(dtype)
 
