@@ -164,9 +164,7 @@ def shot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
     for x, (u, z), (shape, idx) in zip(group_arrays(bd), shot_randoms(ctx, groups), groups):
         dev = x.device
         factor = _up(param(ctx.op, args, "factor", idx, len(shape)), dev)  # a device tensor
-        lam = x.to(torch.float32) / factor
-        lam = torch.where(torch.isfinite(lam) & (lam > 0), lam, 0.0)
-        lams.append(lam.to(torch.float64))
+        lams.append(_shot_rate(x, factor))
         us.append(_up(u, dev).reshape(-1))
         zs.append(_up(z, dev).reshape(-1))
         factors.append(factor)
@@ -181,20 +179,23 @@ def shot_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
     return group_result(bd, outs)
 
 
+def _shot_rate(x: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
+    """The Poisson rate ``float32(x) / factor``, 0 where negative, NaN or infinite (float64)."""
+    lam = x.to(torch.float32) / factor
+    return torch.where(torch.isfinite(lam) & (lam > 0), lam, 0.0).to(torch.float64)
+
+
 def _shot_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
     """The step's uniform and normal draws (made on the host, as always) and the factors
     are the graph's input arrays."""
     _, groups, sig = _graph_input(ctx, inputs[0])
     ((u, z),) = shot_randoms(ctx, groups)
     shape, idx = groups[0]
-    factor = np.asarray(param(ctx.op, args, "factor", idx, len(shape)), np.float32)
-    return [u, z, factor], sig
+    return [u, z, param(ctx.op, args, "factor", idx, len(shape))], sig
 
 
 def _shot_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
     npd, _, _ = _graph_input(ctx, inputs[0])
     u, z, factor = uploaded
-    lam = stacked(inputs[0]).to(torch.float32) / factor
-    lam = torch.where(torch.isfinite(lam) & (lam > 0), lam, 0.0).to(torch.float64)
-    k = _poisson(lam, u, z, stop_early=False)
+    k = _poisson(_shot_rate(stacked(inputs[0]), factor), u, z, stop_early=False)
     return _saturate_cast(k.to(torch.float32) * factor, npd, torch_dtype(npd))
