@@ -6,9 +6,9 @@
   captured, preprocessing on the CPU and on the GPU (the model on the GPU in all), the
   captured GPU loop on threads and split across worker processes (the default), its GPU part
   kernel by kernel (on a thread of its own, the default there) and as one device graph (the
-  default), on a thread of its own and on the loop's thread (the default for a graph);
-  those two rows run ``--repeat`` times, interleaved, and the table gives their median and
-  each run.
+  default), on a thread of its own, on the loop's thread (the default for a graph) and on
+  the loop's thread four steps a replay (``ndd.capture.set_graph_steps(4)``); those three
+  rows run ``--repeat`` times, interleaved, and the table gives their median and each run.
   The tutorial's figures for DALI on its GPU: 25,713 samples/s eager, 41,392 captured.
 * The same loop with more augmentations (random brightness and contrast, blur, random
   resized crop and mirror), captured on the GPU as one device graph and kernel by kernel.
@@ -137,6 +137,9 @@ last_cpu_per_step: dict[str, float] = {}
 # taking the step (next), the preprocessing calls with .torch(), the training step. The
 # training part against the ceiling row's step shows what the pipeline costs the training.
 last_wall_per_step: list[float] = []
+# The capture report's waits over the timed epochs of mnist_loop (after the first): (steps the
+# loop waited for the pipeline, seconds, steps).
+last_timed_waits: list[float] = []
 
 
 def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int,
@@ -149,6 +152,7 @@ def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int,
     reader = ndd.readers.Caffe2(path=str(data), random_shuffle=False)
     rng = ndd.random.RNG(0)
     rates, loss = [], None
+    waits0 = None
     for epoch in range(epochs):
         prof = mnist_loop_profiler if epoch == epochs - 1 else None
         if prof is not None:
@@ -175,6 +179,11 @@ def mnist_loop(data: pathlib.Path, device: str, capture: bool, epochs: int,
             walls.append((s1 - s0, s2 - s1, time.perf_counter() - s2))
         _sync()
         rates.append(n / (time.perf_counter() - t0))
+        rep = ndd.capture.report() if capture else None
+        if rep is not None:
+            if waits0 is None:
+                waits0 = (rep.waits, rep.waited_s, rep.steps)
+            last_timed_waits[:] = [rep.waits - waits0[0], rep.waited_s - waits0[1], rep.steps - waits0[2]]
         steps = max(1, n // B)
         last_cpu_per_step.update(loop=(time.thread_time() - c0) / steps * 1e6,
                                  pipeline=max(0.0, _thread_cpu_s("ndd-capture") - p0) / steps * 1e6)
@@ -494,12 +503,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {rows[-1][0]}: {rows[-1][1]} {rows[-1][2]}", flush=True)
     procs = ndd.capture.default_worker_processes()
     # (device, capture, worker processes (None: the default), device graphs ("loop": on the
-    # loop's thread)). The two device-graph settings run last, interleaved and repeated: on
+    # loop's thread; "loop4": there, 4 steps a replay)). The device-graph settings run last,
+    # interleaved and repeated: on
     # the lent machine the speed of the host drifts by 15% from one minute to the next, more
     # than they differ.
     runs = [("cpu", False, None, True), ("cpu", True, None, True), ("gpu", False, None, True),
             ("gpu", True, 0, True), ("gpu", True, None, False)]
-    runs += [("gpu", True, None, True), ("gpu", True, None, "loop")] * max(1, a.repeat)
+    runs += [("gpu", True, None, True), ("gpu", True, None, "loop"), ("gpu", True, None, "loop4")] * max(1, a.repeat)
     # (row name, "eager" or "capture") -> [(samples/s, loss) or an error text], in run order
     results: dict[tuple[str, str], list] = {}
     for device, capture, processes, graphs in runs:
@@ -510,10 +520,12 @@ def main(argv: list[str] | None = None) -> int:
             if device == "gpu" and processes != 0:
                 name += ", GPU part as one device graph" if graphs else ", GPU part kernel by kernel"
                 if graphs:
-                    name += " on the loop's thread" if graphs == "loop" else " on a thread of its own"
+                    name += {"loop": " on the loop's thread", "loop4": " on the loop's thread, 4 steps a replay"}.get(
+                        str(graphs), " on a thread of its own")
         ndd.capture.set_worker_processes(processes)
         ndd.capture.set_device_graphs(bool(graphs))
-        ndd.capture.set_gpu_thread(graphs != "loop")
+        ndd.capture.set_gpu_thread(graphs not in ("loop", "loop4"))
+        ndd.capture.set_graph_steps(4 if graphs == "loop4" else 1)
         try:
             got: Any = mnist_loop(data, device, capture, epochs)
             line = f"{got[0]:,.0f} smp/s (loss {got[1]:.3f})"
@@ -523,12 +535,16 @@ def main(argv: list[str] | None = None) -> int:
             ndd.capture.set_worker_processes(None)
             ndd.capture.set_device_graphs(True)
             ndd.capture.set_gpu_thread(None)
+            ndd.capture.set_graph_steps(1)
         results.setdefault((name, mode), []).append(got)
         print(f"  {name}: {line}", flush=True)
         rep = ndd.capture.report() if capture else None
         if rep is not None:
+            timed = (f"; in the timed epochs on {last_timed_waits[0]:.0f} of {last_timed_waits[2]:.0f} "
+                     f"({last_timed_waits[1]:.2f} s)" if last_timed_waits else "")
             print(f"    pipeline: {rep.worker}; the loop waited for it on {rep.waits} of {rep.steps} steps "
-                  f"({rep.waited_s:.2f} s)", flush=True)
+                  f"({rep.waited_s:.2f} s){timed}", flush=True)
+            last_timed_waits.clear()
             if rep.device_graph is not None:
                 g = rep.device_graph
                 print(f"    device graph: {g.replayed} steps replayed, {g.kernel_by_kernel} kernel by kernel "

@@ -21,31 +21,23 @@ sys.path.insert(0, os.path.dirname(__file__))  # pytest runs with --import-mode=
 from capture_helpers import (  # noqa: E402
     B,
     assert_replays_from_a_graph,
+    assert_resumes_exactly,
     assert_same,
     assert_the_graph_takes_every_call,
+    digits_lmdb,
     eager_run,
     graph_of,
     graphed_run,
     noisy_digits_lmdb,
+    preprocess,
+    split,
+    unshuffled,
 )
 
 
 @pytest.fixture(scope="module")
 def lmdb_path(tmp_path_factory) -> str:
     return noisy_digits_lmdb(tmp_path_factory.mktemp("digits_gpu"))
-
-
-def preprocess(jpegs, labels, rng):
-    """The tutorial's body, verbatim apart from the batch size."""
-    images = ndd.decoders.image(jpegs, device="gpu", output_type=types.GRAY)
-    angles = ndd.random.uniform(batch_size=B, range=[-7.5, 7.5], rng=rng)
-    images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
-    images = ndd.crop_mirror_normalize(images, dtype=ndd.float32, output_layout="CHW",
-                                       mean=[0.1307 * 255], std=[0.3081 * 255])
-    labels = labels.gpu()
-    labels = ndd.squeeze(labels, axes=0)
-    labels = ndd.cast(labels, dtype=ndd.int64)
-    return images.torch(), labels.torch()
 
 
 def run(path, capture):
@@ -230,36 +222,8 @@ def test_a_corrupt_record_fails_the_same_way_in_a_split_pipeline(tmp_path):
 def test_resume_a_split_gpu_loop_from_a_mid_epoch_state(lmdb_path):
     """Reader and RNG states saved after step 2 of a captured GPU loop; a fresh reader and RNG
     loaded with them continue, captured, exactly as the uninterrupted eager run."""
-    def steps(reader, rng, capture, stop_after=None, epochs=2):
-        out = []
-        for _ in range(epochs):
-            for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
-                images, targets = preprocess(jpegs, labels, rng)
-                out.append((images.cpu().numpy().copy(), targets.cpu().numpy().copy()))
-                if len(out) == stop_after:
-                    return out, reader.get_state(), rng.get_state()
-        return out
-
-    ref = steps(ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=4, enable_checkpointing=True), ndd.random.RNG(8), False)
-    ndd.capture.set_worker_processes(2)
-    try:
-        first, reader_state, rng_state = steps(
-            ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=4, enable_checkpointing=True), ndd.random.RNG(8), True,
-            stop_after=2)
-        reader = ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=4, enable_checkpointing=True)
-        reader.set_state(reader_state)
-        rng = ndd.random.RNG(0)
-        rng.set_state(rng_state)
-        rest = steps(reader, rng, True, epochs=2)  # the rest of epoch 0, then epoch 1
-        worker = ndd.capture.report().worker
-    finally:
-        ndd.capture.set_worker_processes(None)
+    worker = assert_resumes_exactly(lmdb_path, 2)
     assert "the 6 on the GPU on the loop's thread" in worker
-    got = first + rest
-    assert len(got) == len(ref) == 10
-    for (ia, la), (ib, lb) in zip(ref, got):
-        np.testing.assert_array_equal(ia, ib)
-        np.testing.assert_array_equal(la, lb)
 
 
 @pytest.mark.parametrize("gpu_thread", [True, None])
@@ -346,42 +310,13 @@ def test_steps_with_graph_arrays_leave_the_staged_pixels_behind(lmdb_path, monke
     assert any(("staged", 1) in k for k in keys if ("graph", "arrays") not in k)
 
 
-def _digits_lmdb(path, sides) -> str:
-    """An unshuffled Caffe2 LMDB whose record ``i`` is a digit of side ``sides[i]``."""
-    records = []
-    for i, side in enumerate(sides):
-        img = np.zeros((side, side), np.uint8)
-        cv2.putText(img, str(i % 10), (6, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.8, 255, 2)
-        records.append((cv2.imencode(".jpg", img)[1].tobytes(), i % 10))
-    writers.write_caffe2_lmdb(str(path), records)
-    return str(path)
-
-
-def _unshuffled(path, capture, epochs=3):
-    reader = ndd.readers.Caffe2(path=path, random_shuffle=False)
-    rng = ndd.random.RNG(5)
-    out = []
-    for _ in range(epochs):
-        for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
-            out.append([t.cpu().numpy().copy() for t in preprocess(jpegs, labels, rng)])
-    return out, str(rng.get_state()), reader
-
-
-def _split(fn, *args):
-    ndd.capture.set_worker_processes(2)
-    try:
-        return fn(*args)
-    finally:
-        ndd.capture.set_worker_processes(None)
-
-
 def test_steps_unlike_the_captured_one_run_kernel_by_kernel(tmp_path):
     """Batches alternate between 28x28 and 32x32 digits: a step whose shapes differ from the
     captured step's is not replayed (the graph would compute the captured shapes) but runs
     kernel by kernel, with eager results; the others keep replaying."""
-    path = _digits_lmdb(tmp_path, [28 if (i // B) % 2 == 0 else 32 for i in range(6 * B)])
-    eager = _unshuffled(path, False)
-    captured = _split(_unshuffled, path, True)
+    path = digits_lmdb(tmp_path, [28 if (i // B) % 2 == 0 else 32 for i in range(6 * B)])
+    eager = unshuffled(path, False)
+    captured = split(unshuffled, path, True)
     assert_same(eager, captured)
     graph = graph_of(captured[2])
     stats = graph.stats
@@ -397,10 +332,10 @@ def test_a_graph_whose_steps_keep_differing_is_dropped(tmp_path, monkeypatch):
     graph is dropped and the report says why; results equal eager mode's throughout."""
     from ndd_capture import _device_graph
 
-    path = _digits_lmdb(tmp_path, [28] * (2 * B) + [32] * (4 * B))
-    eager = _unshuffled(path, False)
+    path = digits_lmdb(tmp_path, [28] * (2 * B) + [32] * (4 * B))
+    eager = unshuffled(path, False)
     monkeypatch.setattr(_device_graph, "MAX_MISSES", 3)
-    captured = _split(_unshuffled, path, True)
+    captured = split(unshuffled, path, True)
     assert_same(eager, captured)
     graph = graph_of(captured[2])
     assert graph.state == "off" and graph.streak == 4
@@ -484,7 +419,7 @@ def test_resize_of_ragged_batches_runs_kernel_by_kernel(tmp_path):
     """Digits of two sizes in every batch: the taps differ per sample (uploaded each call),
     which a graph cannot take; the loop runs kernel by kernel with eager results and the
     report says why."""
-    path = _digits_lmdb(tmp_path, [28 if i % 2 else 32 for i in range(4 * B)])
+    path = digits_lmdb(tmp_path, [28 if i % 2 else 32 for i in range(4 * B)])
 
     def run(capture):  # unshuffled: every batch has the same sizes in the same places
         reader = ndd.readers.Caffe2(path=path, random_shuffle=False)
@@ -496,7 +431,7 @@ def test_resize_of_ragged_batches_runs_kernel_by_kernel(tmp_path):
         return out, "", reader
 
     eager = run(False)
-    captured = _split(run, True)
+    captured = split(run, True)
     assert_same(eager, captured)
     graph = graph_of(captured[2])
     assert graph.state == "off" and graph.stats.replayed == 0

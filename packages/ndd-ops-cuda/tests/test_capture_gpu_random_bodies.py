@@ -245,3 +245,21 @@ def test_a_random_body_replays_from_one_graph_with_eager_results(colour_digits, 
     assert not report.fallbacks, f"{src}\n{report}"
     assert report.worker.endswith("; the GPU part replayed as one device graph"), f"{src}\n{report.worker}"
     assert captured[2].stats.replayed >= 8, f"{src}\n{captured[2].stats}"
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_a_random_body_in_graphs_of_three_steps(colour_digits, seed):
+    """The same, with ``ndd.capture.set_graph_steps(3)``: each replay computes three steps."""
+    body, src = compile_body(seed)
+    eager = eager_run(colour_digits, body)
+    ndd.capture.set_graph_steps(3)
+    try:
+        captured = graphed_run(colour_digits, body)
+    finally:
+        ndd.capture.set_graph_steps(1)
+    try:
+        assert_same(eager, captured)
+    except AssertionError as e:
+        raise AssertionError(f"captured results differ from eager ones for\n{src}\n{e}") from None
+    assert ndd.capture.report().worker.endswith(", 3 steps a replay"), f"{src}\n{ndd.capture.report().worker}"
+    assert captured[2].steps == 3 and captured[2].stats.replayed >= 8, f"{src}\n{captured[2].stats}"

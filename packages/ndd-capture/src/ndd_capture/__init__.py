@@ -24,13 +24,14 @@ from ._loop import (
     reader_epoch,
     set_device_graphs,
     set_gpu_thread,
+    set_graph_steps,
     set_prefetch_depth,
     set_worker_processes,
 )
 from ._report import RUNTIME_CODES, CaptureReport, DeviceGraphStats, Fallback, SiteRecord
 
 __all__ = ["external_source_epoch", "feed", "reader_epoch", "CaptureError", "CaptureReport", "CapturedBatch", "default_worker_processes", "DeviceGraphStats", "Fallback", "SiteRecord", "invariant",
-           "is_invariant", "report", "reason_codes", "set_device_graphs", "set_gpu_thread", "set_prefetch_depth", "set_worker_processes", "unwrap_invariant", "unwrap_invariants"]
+           "is_invariant", "report", "reason_codes", "set_device_graphs", "set_gpu_thread", "set_graph_steps", "set_prefetch_depth", "set_worker_processes", "unwrap_invariant", "unwrap_invariants"]
 
 
 def report() -> CaptureReport | None:

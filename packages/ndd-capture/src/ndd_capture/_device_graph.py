@@ -53,11 +53,13 @@ class DeviceGraph:
     """``compute(item, k)`` for a :class:`~._processes.SplitWorker`: the device nodes of
     ``loop`` on top of the host values a worker process computed for step ``k``."""
 
-    def __init__(self, loop: Any, session: Any, processes: Any = None) -> None:
+    def __init__(self, loop: Any, session: Any, processes: Any = None, steps: int = 1) -> None:
         self.loop = loop
         self.session = session
         self.processes = processes  # the ProcessWorker feeding this graph, which may run the host pass
         self.nodes = loop.device_nodes
+        self.ids = [n.id for n in self.nodes]
+        self.steps = steps  # copies of a step in the graph: steps computed by one replay
         self.staged = loop.staged_ids
         self.state = "reference"  # -> "capture" -> "replay"; "off" once given up
         self.sigs: list | None = None
@@ -65,6 +67,7 @@ class DeviceGraph:
         self.staged_standins: dict = {}  # its staged data: a capture's device pass reads their shapes
         self.streak = 0  # steps unlike the captured one since the last replay
         self.slices: list[tuple[int, int]] = []  # each node's slice of a step's arrays
+        self.kinds: list[tuple] | None = None  # (shape, dtype) of a step's arrays, once captured
         self.stats = loop.report.device_graph = DeviceGraphStats()
 
     def _off(self, why: str) -> None:
@@ -77,19 +80,33 @@ class DeviceGraph:
         if self.processes is not None and self.sigs is not None:
             self.processes.set_graph_host(None)  # the workers stop running the host pass
 
+    def group_size(self) -> int:
+        """How many steps the next ``compute_group`` takes at once: the steps of one replay
+        once the graph is being captured or replayed, else one."""
+        return self.steps if self.state in ("capture", "replay") else 1
+
     def compute(self, item: Any, k: int) -> Any:
-        extra, outs, vals = item
-        pre = vals.pop(GRAPH_ARRAYS, None)
-        if vals.pop(GRAPH_DIFFERS, None) is not None:
-            pre = False
+        return self.compute_group([item], k)[0]
+
+    def compute_group(self, items: list, k: int) -> list:
+        """``compute`` of steps ``k``, ``k + 1``, ... (``items`` in order), as one replay
+        where the graph takes several steps (``set_graph_steps``)."""
+        group = []
+        for i, (_, _, vals) in enumerate(items):
+            pre = vals.pop(GRAPH_ARRAYS, None)
+            if vals.pop(GRAPH_DIFFERS, None) is not None:
+                pre = False
+            group.append((vals, k + i, pre))
+        if self.state == "reference":  # the first step alone, then the others as a group
+            self._reference(*group[0][:2])
+            group = group[1:]
         if self.state == "off":
-            self.stats.kernel_by_kernel += 1
-            self._kernel_by_kernel(vals, k)
-        elif self.state == "reference":
-            self._reference(vals, k)
-        else:
-            self._graphed(vals, k, pre)
-        return extra, outs, vals
+            for vals, j, _ in group:
+                self.stats.kernel_by_kernel += 1
+                self._kernel_by_kernel(vals, j)
+        elif group:
+            self._graphed(group)
+        return items
 
     def _reference(self, vals: dict, k: int) -> None:
         """Kernel by kernel, taking each operator's host pass on its real inputs."""
@@ -130,63 +147,95 @@ class DeviceGraph:
         come (the worker ran the graph's host pass) run whole."""
         self.loop._run_nodes(self.nodes, vals, k, {nid for nid in self.staged if ("staged", nid) in vals})
 
-    def _host_pass(self, vals: dict, k: int) -> tuple[list, list, list]:
-        """(signatures, arrays of the step in order, each node's slice of them)."""
+    def _host_pass(self, vals: dict, k: int) -> tuple[list, list]:
+        """(signatures, arrays of the step in order)."""
         view = {**vals, **self.shapes}  # device inputs: right shapes, stale data
-        sigs, arrays, slices = [], [], []
+        sigs, arrays = [], []
         for node, ins, batch_args, state, _ in self.loop._node_calls(self.nodes, view, k, self.staged):
             a, sig = node.plan.graph_host(ins, batch_args, state)
             sigs.append(_signature(sig, a))
-            slices.append((len(arrays), len(arrays) + len(a)))
             arrays.extend(a)
-        return sigs, arrays, slices
+        return sigs, arrays
 
-    def _graphed(self, vals: dict, k: int, pre: list[BatchData] | bool | None) -> None:
-        """``pre``: a worker process's host pass of this step (its arrays, or False when the
-        step differs), or None when this thread runs it."""
+    def _step_arrays(self, vals: dict, k: int, pre: list[BatchData] | bool | None) -> list | None:
+        """The arrays step ``k`` fills the graph's inputs with, or None when it differs from the
+        captured step. ``pre``: a worker process's host pass of this step (its arrays, or
+        False when the step differs), or None when this thread runs it."""
         if pre is None:
             try:
-                sigs, arrays, slices = self._host_pass(vals, k)
+                sigs, arrays = self._host_pass(vals, k)
             except Exception:  # noqa: BLE001 - this step is not graphable: the eager run decides
-                sigs = None
-            same = sigs is not None and sigs == self.sigs
+                return None
+            if sigs != self.sigs:
+                return None
         else:
             self.stats.host_pass_in_workers += 1
-            same = pre is not False
-            arrays, slices = ([bd.dense for bd in pre] if same else []), self.slices
-        if not same or (self.state == "replay" and not self.session.matches(arrays)):
+            if pre is False:
+                return None
+            arrays = [bd.dense for bd in pre]
+        if self.kinds is not None and (len(arrays) != len(self.kinds) or any(
+                a.shape != shape or a.dtype != dt for a, (shape, dt) in zip(arrays, self.kinds))):
+            return None
+        return arrays
+
+    def _graphed(self, group: list[tuple[dict, int, Any]]) -> None:
+        """Steps ``(vals, k, pre)`` in order, in one replay (captured first if need be); a step
+        that differs from the captured one runs kernel by kernel instead. The graph holds
+        ``self.steps`` copies of a step: the copies of steps that differ, or missing from a
+        short group, replay on a matching step's arrays, and their outputs are dropped."""
+        arrays = [self._step_arrays(vals, k, pre) for vals, k, pre in group]
+        for a in arrays:
+            if a is not None:
+                self.streak = 0
+                continue
             self.stats.unlike += 1
-            self.stats.kernel_by_kernel += 1
             self.streak += 1
-            if self.streak > MAX_MISSES:
+            if self.streak > MAX_MISSES and self.state != "off":
                 self._off(f"{self.streak} steps in a row differed from the captured one")
-            self._kernel_by_kernel(vals, k)
-            return
-        if self.state == "capture":
-            host = {**self.staged_standins, **vals}
-
-            def device_pass(uploaded: list) -> dict:
-                d = dict(host)
-                for i, (node, ins, batch_args, state, stage) in enumerate(
-                        self.loop._node_calls(self.nodes, d, k, self.staged)):
-                    lo, hi = slices[i]
-                    d[node.id] = node.plan.graph_device(ins, batch_args, uploaded[lo:hi], state, stage)
-                return {n.id: d[n.id] for n in self.nodes}
-
-            try:
-                out = self.session.capture(arrays, device_pass)
-            except Exception as e:  # noqa: BLE001 - e.g. a kernel that synchronises
-                self._off(f"capture failed: {type(e).__name__}: {e}")
+        matched = [i for i, a in enumerate(arrays) if a is not None] if self.state != "off" else []
+        out = None
+        if matched:
+            first = matched[0]
+            copies = [i if i in matched else first for i in range(len(group))]
+            copies += [first] * (self.steps - len(copies))
+            flat = [x for i in copies for x in arrays[i]]
+            out = self._capture(group, copies, flat) if self.state == "capture" else self.session.replay(flat)
+        if out is None:
+            matched = []
+        for i, (vals, k, _) in enumerate(group):
+            if i in matched:
+                self.stats.replayed += 1
+                vals.update({nid: out[(i, nid)] for nid in self.ids})
+            else:
                 self.stats.kernel_by_kernel += 1
                 self._kernel_by_kernel(vals, k)
-                return
-            self.state = "replay"
-            self.loop.report.worker += "; the GPU part replayed as one device graph"
-        else:
-            out = self.session.replay(arrays)
-        self.stats.replayed += 1
-        self.streak = 0
-        vals.update(out)
+
+    def _capture(self, group: list, copies: list[int], flat: list) -> dict | None:
+        """Capture the graph on ``flat`` (each copy's arrays in turn) and return its first
+        outputs; None (the graph off) if the capture fails."""
+        n = self.slices[-1][1] if self.slices else 0
+        hosts = [({**self.staged_standins, **group[i][0]}, group[i][1]) for i in copies]
+
+        def device_pass(uploaded: list) -> dict:
+            out = {}
+            for c, (host, k) in enumerate(hosts):
+                d = dict(host)
+                for (lo, hi), (node, ins, batch_args, state, stage) in zip(
+                        self.slices, self.loop._node_calls(self.nodes, d, k, self.staged)):
+                    d[node.id] = node.plan.graph_device(ins, batch_args, uploaded[c * n + lo:c * n + hi], state, stage)
+                out.update({(c, nid): d[nid] for nid in self.ids})
+            return out
+
+        try:
+            out = self.session.capture(flat, device_pass)
+        except Exception as e:  # noqa: BLE001 - e.g. a kernel that synchronises
+            self._off(f"capture failed: {type(e).__name__}: {e}")
+            return None
+        self.kinds = [(a.shape, a.dtype) for a in flat[:n]]
+        self.state = "replay"
+        self.loop.report.worker += "; the GPU part replayed as one device graph" + (
+            f", {self.steps} steps a replay" if self.steps > 1 else "")
+        return out
 
 
 def _signature(sig: Any, arrays: list) -> tuple:

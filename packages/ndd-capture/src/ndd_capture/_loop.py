@@ -73,7 +73,7 @@ def default_worker_processes() -> int:
 
 
 # gpu_thread None: chosen per pipeline (see set_gpu_thread)
-_settings = {"depth": 2, "processes": default_worker_processes(), "graphs": True, "gpu_thread": None}
+_settings = {"depth": 2, "processes": default_worker_processes(), "graphs": True, "gpu_thread": None, "graph_steps": 1}
 RNG_ERROR = ("The RNG of a captured operator was used unexpectedly: the number of random draws per "
              "iteration changed or the RNG was modified outside the loop")
 
@@ -131,6 +131,23 @@ def set_gpu_thread(enabled: bool | None) -> None:
     if enabled is not None and not isinstance(enabled, bool):
         raise ValueError(f"enabled must be True, False or None, got {enabled!r}")
     _settings["gpu_thread"] = enabled
+
+
+def set_graph_steps(steps: int) -> None:
+    """Replay the device graph of a split capture pipeline for this many steps at once, on the
+    loop's thread (ours; default 1).
+
+    The graph then holds ``steps`` copies of a step's GPU work: the loop's thread takes that
+    many steps from the worker processes, fills the graph's inputs, replays it and copies its
+    outputs out once for all of them, and hands the steps out one by one. The host cost of a
+    replay (filling, launching, copying out) is shared by the steps; the worker processes keep
+    at least twice as many steps ready (the prefetch depth grows to match). Results are the
+    same. Applies to loops whose pipeline starts afterwards, where the GPU part replays as
+    one device graph on the loop's thread (``set_gpu_thread``).
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    _settings["graph_steps"] = steps
 
 
 def set_prefetch_depth(depth: int) -> None:
@@ -751,7 +768,7 @@ class CaptureLoop:
             host_nodes = [n for n in self.nodes if n.id in host or n.id in staged]
             try:
                 processes = ProcessWorker(graph_spec(self, host_nodes, staged), self.source_rebuild,
-                                          self.source_meta, self.depth, procs)
+                                          self.source_meta, max(self.depth, 2 * _settings["graph_steps"]), procs)
             except Exception as e:  # noqa: BLE001 - not everything can travel: use threads
                 self.report.worker = f"threads (processes unavailable: {type(e).__name__}: {e})"
             else:
@@ -763,7 +780,7 @@ class CaptureLoop:
                     on_thread = chosen if chosen is not None else graph is None
                     compute = self.compute_device_part if graph is None else graph.compute
                     self.worker = SplitWorker(processes, compute, self.depth) if on_thread \
-                        else OnLoopThread(processes, compute)
+                        else OnLoopThread(processes, compute, graph)
                     self.report.worker = (
                         f"{procs} process(es) for the reader, {len(host)} host operator(s) and the host stage "
                         f"of {len(staged)} GPU operator(s); "
@@ -797,7 +814,8 @@ class CaptureLoop:
         make = getattr(backend, "graph_session", None)
         if make is None:
             return None
-        return DeviceGraph(self, make(dev.device_id or 0, self.ctx, on_caller_stream=not on_thread), processes)
+        return DeviceGraph(self, make(dev.device_id or 0, self.ctx, on_caller_stream=not on_thread), processes,
+                           1 if on_thread else _settings["graph_steps"])
 
     def restart_source(self) -> None:
         """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and

@@ -23,6 +23,7 @@ pass once the graph's first step has run (:meth:`ProcessWorker.set_graph_host`).
 
 from __future__ import annotations
 
+import collections
 import importlib
 import inspect
 import itertools
@@ -708,27 +709,52 @@ class SplitWorker:
 class OnLoopThread:
     """A split pipeline whose GPU part runs on the thread that takes each step (see
     ``ndd.capture.set_gpu_thread``): ``get`` computes ``compute(item, k)`` on the next
-    result of the processes. Same interface as the other workers."""
+    result of the processes. With a device ``graph`` that replays several steps at once
+    (``ndd.capture.set_graph_steps``), it takes that many results and computes them together,
+    then hands them out one by one. Same interface as the other workers."""
 
-    def __init__(self, processes: ProcessWorker, compute: Any) -> None:
+    def __init__(self, processes: ProcessWorker, compute: Any, graph: Any = None) -> None:
         self._processes = processes
         self._compute = compute
+        self._graph = graph
+        self._ready: collections.deque = collections.deque()  # computed steps not handed out yet
         self._k = 0
 
     def get(self) -> Any:
+        if self._ready:
+            return self._ready.popleft()
         item = self._processes.get()
         if isinstance(item, Failure):
             return item
-        k, self._k = self._k, self._k + 1
+        k = self._k
+        n = self._graph.group_size() if self._graph is not None else 1
+        if n == 1:
+            self._k += 1
+            try:
+                return self._compute(item, k)
+            except BaseException as e:  # noqa: BLE001 - delivered to the loop, like the other workers'
+                return Failure(e, item[0])
+        items, tail = [item], None
+        while len(items) < n:
+            item = self._processes.get()
+            if isinstance(item, Failure):
+                tail = item  # handed out after the steps before it
+                break
+            items.append(item)
+        self._k += len(items)
         try:
-            return self._compute(item, k)
+            self._ready.extend(self._graph.compute_group(items, k))
         except BaseException as e:  # noqa: BLE001 - delivered to the loop, like the other workers'
-            return Failure(e, item[0])
+            self._ready.append(Failure(e, items[0][0]))
+        if tail is not None:
+            self._ready.append(tail)
+        return self._ready.popleft()
 
     def count_waits(self, report: Any) -> None:
         self._processes.count_waits(report)
 
     def close(self) -> None:
+        self._ready.clear()
         self._processes.close()
 
 

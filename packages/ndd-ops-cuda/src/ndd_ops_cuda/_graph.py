@@ -186,7 +186,6 @@ class GraphSession:
         self._fn: Callable[[list], Any] | None = None
         self._pinned: list[Any] = []
         self._host: list[np.ndarray] = []  # NumPy views of the pinned buffers (made once)
-        self._kinds: list[tuple] = []  # (shape, dtype) of each input, as ``matches`` compares
         self._static: list[Any] = []
         self._arena: _Arena | None = None
         self._buf: Any = None  # the arena, written by each replay
@@ -199,12 +198,6 @@ class GraphSession:
         pin = not self.emulated
         self._pinned = [torch.empty(a.shape, dtype=BACKEND.torch_dtype(a.dtype), pin_memory=pin) for a in arrays]
         self._host = [p.numpy() for p in self._pinned]
-        self._kinds = [(h.shape, h.dtype) for h in self._host]
-
-    def matches(self, arrays: list[np.ndarray]) -> bool:
-        """True when ``arrays`` fit the input buffers (same count, shapes and dtypes)."""
-        return len(arrays) == len(self._kinds) and all(
-            a.shape == shape and a.dtype == dt for a, (shape, dt) in zip(arrays, self._kinds))
 
     def _fill(self, arrays: list[np.ndarray]) -> None:
         if self._done is not None:
