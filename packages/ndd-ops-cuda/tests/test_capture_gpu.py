@@ -719,11 +719,13 @@ def test_set_gpu_thread_takes_true_false_or_none(bad):
 
 
 @pytest.mark.requires_cuda
-def test_on_the_loops_thread_the_graph_replays_on_the_loops_stream(lmdb_path):
+@pytest.mark.parametrize("steps", [1, 3])
+def test_on_the_loops_thread_the_graph_replays_on_the_loops_stream(lmdb_path, steps):
     """set_gpu_thread(False) with a device graph: each step replays on the stream current on
     the loop's thread, behind the work already queued there (a long sleep kernel before each
     step). A consumer on another stream still waits for the replay (it reads eager
-    results), and the stream is among those consumers wait for."""
+    results), and the stream is among those consumers wait for. With graphs of 3 steps
+    (``set_graph_steps``), the steps computed ahead in a replay too."""
     import torch
 
     from ndd_ops_cuda._backend import BACKEND
@@ -741,13 +743,15 @@ def test_on_the_loops_thread_the_graph_replays_on_the_loops_stream(lmdb_path):
 
     eager = eager_run(lmdb_path, body)
     ndd.capture.set_gpu_thread(False)
+    ndd.capture.set_graph_steps(steps)
     try:
         captured = graphed_run(lmdb_path, body)
     finally:
         ndd.capture.set_gpu_thread(None)
+        ndd.capture.set_graph_steps(1)
     assert_same(eager, captured)
     graph = captured[2]
-    assert graph is not None and graph.stats.replayed >= 8 and graph.session.on_caller_stream
+    assert graph is not None and graph.stats.replayed >= 8 and graph.steps == steps and graph.session.on_caller_stream
     loops_stream = torch.cuda.current_stream().cuda_stream
     assert loops_stream in BACKEND._user_streams[0]
 
