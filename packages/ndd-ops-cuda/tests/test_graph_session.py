@@ -28,6 +28,30 @@ def test_a_plain_device_pass_is_captured_and_replayed(session):
     np.testing.assert_array_equal(again[1][0].dense.numpy(), (np.arange(6) + 1) * 2)
 
 
+def test_inputs_of_every_kind_travel_in_one_buffer(session):
+    """Inputs of several dtypes and shapes (odd byte counts, a scalar, an empty one) sit at
+    aligned places of one buffer, uploaded by one copy: each replay's values come through
+    unchanged, and the graph reads them from one device buffer."""
+    rng = np.random.default_rng(0)
+
+    def step():
+        return [rng.integers(0, 255, (3, 5, 7), dtype=np.uint8), rng.random((4, 2)), np.array(rng.random() < 0.5),
+                rng.random(3).astype(np.float32) < 0.5, np.zeros((0, 3), np.int64), rng.integers(-9, 9, 5, dtype=np.int16)]
+
+    def fn(up):  # each input as a batch of one sample
+        return {i: [BatchData(dense=u.reshape(1, *u.shape).clone())] for i, u in enumerate(up)}
+
+    for k in range(3):
+        arrays = step()
+        out = session.capture(arrays, fn) if k == 0 else session.replay(arrays)
+        for i, a in enumerate(arrays):
+            got = out[i][0].dense.numpy()[0]
+            assert got.dtype == a.dtype and got.shape == a.shape
+            np.testing.assert_array_equal(got, a)
+    assert len({t.untyped_storage().data_ptr() for t in session._static}) == 1
+    assert all(t.storage_offset() * t.element_size() % 256 == 0 for t in session._static)
+
+
 @pytest.mark.parametrize("read", [
     lambda x: x.sum().item(),                # a value read back
     lambda x: bool((x > 2).any()),           # a device condition in Python

@@ -20,6 +20,7 @@ graph (buffers, signatures, output copies) on machines without a GPU.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections.abc import Callable
@@ -184,9 +185,11 @@ class GraphSession:
         self.emulated = BACKEND.emulated
         self._graph: Any = None
         self._fn: Callable[[list], Any] | None = None
-        self._pinned: list[Any] = []
+        self._pinned: Any = None  # the inputs' pinned host buffer: one copy uploads them all
+        self._layout: list[tuple] = []  # (byte offset, torch dtype, shape) of each input in it
         self._host: list[np.ndarray] = []  # NumPy views of the pinned buffers (made once)
-        self._static: list[Any] = []
+        self._device: Any = None  # the pinned buffer's copy on the device, which the graph reads
+        self._static: list[Any] = []  # ... as each input's tensor
         self._arena: _Arena | None = None
         self._buf: Any = None  # the arena, written by each replay
         self._done: Any = None  # event after the last replay: its input copies have been read
@@ -195,9 +198,16 @@ class GraphSession:
     def _host_buffers(self, arrays: list[np.ndarray]) -> None:
         import torch
 
-        pin = not self.emulated
-        self._pinned = [torch.empty(a.shape, dtype=BACKEND.torch_dtype(a.dtype), pin_memory=pin) for a in arrays]
-        self._host = [p.numpy() for p in self._pinned]
+        at, self._layout = 0, []
+        for a in arrays:
+            self._layout.append((at, BACKEND.torch_dtype(a.dtype), a.shape))
+            at += -(-a.nbytes // _ALIGN) * _ALIGN
+        self._pinned = torch.empty(max(at, _ALIGN), dtype=torch.uint8, pin_memory=not self.emulated)
+        self._host = [p.numpy() for p in self._views(self._pinned)]
+
+    def _views(self, buf: Any) -> list[Any]:
+        """Each input's tensor in ``buf`` (the pinned buffer or its copy on the device)."""
+        return [buf[at:].view(dt)[:math.prod(shape)].view(shape) for at, dt, shape in self._layout]
 
     def _fill(self, arrays: list[np.ndarray]) -> None:
         if self._done is not None:
@@ -215,7 +225,8 @@ class GraphSession:
         self._fill(arrays)
         self._fn = fn
         if self.emulated:
-            self._static = [p.clone() for p in self._pinned]
+            self._device = self._pinned.clone()
+            self._static = self._views(self._device)
             with _refusing_device_reads():
                 return self._gather(self._run(fn))
         home = BACKEND.stream(self.ctx, self.device_id)
@@ -241,9 +252,10 @@ class GraphSession:
                     graph.capture_begin(capture_error_mode="thread_local")
                     BACKEND._graph.stream, BACKEND._graph.home = capture, home
                     try:
-                        self._static = [torch.empty(p.shape, dtype=p.dtype, device=dev) for p in self._pinned]
-                        for s, p in zip(self._static, self._pinned):
-                            s.copy_(p, non_blocking=True)
+                        # All inputs in one copy: one node of the graph, not one per input.
+                        self._device = torch.empty_like(self._pinned, device=dev)
+                        self._device.copy_(self._pinned, non_blocking=True)
+                        self._static = self._views(self._device)
                         with _refusing_device_reads():
                             self._gather(self._run(fn))
                     except Exception as e:  # noqa: BLE001 - raised below, not ending the capture's error
@@ -286,8 +298,7 @@ class GraphSession:
         outputs copied out."""
         self._fill(arrays)
         if self.emulated:
-            for s, p in zip(self._static, self._pinned):
-                s.copy_(p)
+            self._device.copy_(self._pinned)
             assert self._fn is not None
             return self._gather(self._run(self._fn, capture=False))
         return self._replay()
@@ -323,7 +334,8 @@ class GraphSession:
         if self._done is not None:
             self._done.synchronize()
         self._graph = self._fn = self._arena = self._buf = None
-        self._pinned, self._host, self._static, self._kept = [], [], [], []
+        self._pinned = self._device = None
+        self._layout, self._host, self._static, self._kept = [], [], [], []
 
     @staticmethod
     def shape_only(bd: BatchData) -> BatchData:
