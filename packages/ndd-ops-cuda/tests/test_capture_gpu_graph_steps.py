@@ -178,3 +178,30 @@ def test_a_gpu_thread_of_its_own_replays_one_step_at_a_time(lmdb_path, graph_ste
 def test_set_graph_steps_takes_a_positive_integer(bad):
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         ndd.capture.set_graph_steps(bad)
+
+
+def test_a_break_inside_a_group_then_the_next_epochs(lmdb_path, graph_steps):
+    """The loop leaves epoch 0 after step 3, inside a group of 3 replayed steps (the steps
+    after it computed already), then runs two whole epochs: every step equals eager mode's,
+    where the next epoch also starts where the reader stands."""
+    def run(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path, random_shuffle=True, seed=2)
+        rng = ndd.random.RNG(3)
+        out = []
+        for epoch in range(3):
+            for i, (jpegs, labels) in enumerate(reader.next_epoch(batch_size=B, capture=capture)):
+                out.append([t.cpu().numpy().copy() for t in preprocess(jpegs, labels, rng)])
+                if epoch == 0 and i == 3:
+                    break
+        return out, str(rng.get_state())
+
+    eager = run(False)
+    graph_steps(3)
+    ndd.capture.set_worker_processes(2)
+    try:
+        captured = run(True)
+        worker = ndd.capture.report().worker
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert worker.endswith(", 3 steps a replay"), worker
+    assert_same(eager, captured)
