@@ -197,11 +197,7 @@ def test_a_break_inside_a_group_then_the_next_epochs(lmdb_path, graph_steps):
 
     eager = run(False)
     graph_steps(3)
-    ndd.capture.set_worker_processes(2)
-    try:
-        captured = run(True)
-        worker = ndd.capture.report().worker
-    finally:
-        ndd.capture.set_worker_processes(None)
+    captured = split(run, True)
+    worker = ndd.capture.report().worker
     assert worker.endswith(", 3 steps a replay"), worker
     assert_same(eager, captured)
