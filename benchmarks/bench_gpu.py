@@ -504,9 +504,8 @@ def main(argv: list[str] | None = None) -> int:
     procs = ndd.capture.default_worker_processes()
     # (device, capture, worker processes (None: the default), device graphs ("loop": on the
     # loop's thread; "loop4": there, 4 steps a replay)). The device-graph settings run last,
-    # interleaved and repeated: on
-    # the lent machine the speed of the host drifts by 15% from one minute to the next, more
-    # than they differ.
+    # interleaved and repeated: on the lent machine the speed of the host drifts by 15% from
+    # one minute to the next, more than they differ.
     runs = [("cpu", False, None, True), ("cpu", True, None, True), ("gpu", False, None, True),
             ("gpu", True, 0, True), ("gpu", True, None, False)]
     runs += [("gpu", True, None, True), ("gpu", True, None, "loop"), ("gpu", True, None, "loop4")] * max(1, a.repeat)

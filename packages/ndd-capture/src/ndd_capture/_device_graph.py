@@ -192,16 +192,16 @@ class DeviceGraph:
             self.streak += 1
             if self.streak > MAX_MISSES and self.state != "off":
                 self._off(f"{self.streak} steps in a row differed from the captured one")
-        matched = [i for i, a in enumerate(arrays) if a is not None] if self.state != "off" else []
+        matched = {i for i, a in enumerate(arrays) if a is not None} if self.state != "off" else set()
         out = None
         if matched:
-            first = matched[0]
+            first = min(matched)
             copies = [i if i in matched else first for i in range(len(group))]
             copies += [first] * (self.steps - len(copies))
             flat = [x for i in copies for x in arrays[i]]
             out = self._capture(group, copies, flat) if self.state == "capture" else self.session.replay(flat)
         if out is None:
-            matched = []
+            matched = set()
         for i, (vals, k, _) in enumerate(group):
             if i in matched:
                 self.stats.replayed += 1
