@@ -621,7 +621,7 @@ def test_caffe2_source_names_the_record_of_an_lmdb_read_error(tmp_path):
     assert both.read_many([3, 2]) == [b"d", b"c" * 10]
     del single, both
     gc.collect()
-    assert os.path.realpath(tmp_path / "a") not in c2._ENVS
+    assert c2._ENVS.get(os.path.realpath(tmp_path / "a"), lambda: None)() is None
     with pytest.raises(ValueError, match=r"a: corrupt LMDB database, listing its keys failed: .*MDB_PAGE_NOTFOUND"):
         c2.Caffe2Source(tmp_path / "a")
 
@@ -1069,5 +1069,54 @@ def test_a_source_collected_while_an_environment_opens_does_not_deadlock(tmp_pat
     t.start()
     t.join(timeout=20)
     assert not t.is_alive(), "deadlock: collecting a source waited for the lock its own thread held"
-    assert os.path.realpath(tmp_path / "a") not in c2._ENVS  # its environment closed with it
+    assert c2._ENVS.get(os.path.realpath(tmp_path / "a"), lambda: None)() is None  # its environment closed with it
     assert c2.parse_caffe2_record(result[0].read(0))[1][0] == 2
+
+
+def test_sources_opened_and_dropped_on_many_threads_share_the_environment_without_error(tmp_path):
+    """Threads that open and drop sources over one database at once never find its
+    environment gone from the cache but still open (py-lmdb then refuses the path): the
+    race of a cache whose weak references ran Python code inside the deallocation."""
+    import sys
+
+    c2.write_caffe2_lmdb(tmp_path / "a", [(b"x", 1), (b"y", 2)])
+    path = str(tmp_path / "a")
+    errors: list[BaseException] = []
+
+    def churn() -> None:
+        for _ in range(1500):
+            try:
+                src = c2.Caffe2Source(path)
+                assert c2.parse_caffe2_record(src.read(1))[1][0] == 2
+                del src
+            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+                errors.append(e)
+                return
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible, to meet the window
+    try:
+        threads = [threading.Thread(target=churn) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_a_database_held_open_by_another_handle_is_refused_by_name(tmp_path, monkeypatch):
+    """An environment the caller opened with py-lmdb itself cannot be opened again in the
+    process: the error names the path and says why, after a short wait for a closing one."""
+    c2.write_caffe2_lmdb(tmp_path / "a", [(b"x", 1)])
+    monkeypatch.setattr(c2, "_CLOSING_WAIT_S", 0.05)
+    theirs = lmdb.open(str(tmp_path / "a"), readonly=True, lock=False)
+    try:
+        with pytest.raises(ValueError, match=r"a: the LMDB environment is still open in this process "
+                                             r"through a handle ndd does not own"):
+            c2.Caffe2Source(tmp_path / "a")
+    finally:
+        theirs.close()
+    assert c2.parse_caffe2_record(c2.Caffe2Source(tmp_path / "a").read(0))[1][0] == 1

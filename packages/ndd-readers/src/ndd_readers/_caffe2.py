@@ -28,9 +28,11 @@ decoded by the hand-written :mod:`._protowire`.
 from __future__ import annotations
 
 import bisect
+import gc
 import os
 import struct
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -530,19 +532,25 @@ class Caffe2Source:
 # the environments weakly: one closes when its last source is gone, never while a source
 # (or a thread reading through one) still holds it, and no finalizer has to take a lock
 # (a garbage-collected source used to release its environment from ``__del__``, which
-# deadlocked when the collection ran inside an open on the same thread).
-_ENVS: weakref.WeakValueDictionary[str, lmdb.Environment] = weakref.WeakValueDictionary()
+# deadlocked when the collection ran inside an open on the same thread). The references
+# have no callback (a WeakValueDictionary's runs Python code in the middle of the
+# environment's deallocation, where another thread could find it gone but still open).
+_ENVS: dict[str, weakref.ref] = {}
 _ENVS_LOCK = threading.Lock()
+# How long an open waits for an environment of the same path that is unreachable but not
+# closed yet (garbage in a reference cycle that another thread's collection is freeing).
+_CLOSING_WAIT_S = 2.0
 
 
 def _open_env(path: str) -> lmdb.Environment:
     key = os.path.realpath(path)
     with _ENVS_LOCK:
-        env = _ENVS.get(key)
+        ref = _ENVS.get(key)
+        env = ref() if ref is not None else None
         if env is None:
             env = _open_new_env(path)
+            _ENVS[key] = weakref.ref(env)
         _check_size(path, env)  # also for a cached environment: the file may have shrunk since
-        _ENVS[key] = env
         return env
 
 
@@ -551,10 +559,22 @@ def _open_new_env(path: str) -> lmdb.Environment:
         raise ValueError(f"{path}: LMDB path does not exist")
     if not os.path.isdir(path) or not os.path.isfile(os.path.join(path, "data.mdb")):
         raise ValueError(f"{path}: not an LMDB environment (expected a directory with data.mdb)")
-    try:
-        return lmdb.open(path, readonly=True, lock=False, readahead=False, create=False, max_dbs=0)
-    except lmdb.Error as e:
-        raise ValueError(f"{path}: not a readable LMDB environment: {e}") from None
+    deadline = None
+    while True:
+        try:
+            return lmdb.open(path, readonly=True, lock=False, readahead=False, create=False, max_dbs=0)
+        except lmdb.Error as e:
+            # py-lmdb refuses a path it has open: here only one that is being freed (see _ENVS).
+            if "already open" not in str(e):
+                raise ValueError(f"{path}: not a readable LMDB environment: {e}") from None
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + _CLOSING_WAIT_S
+                gc.collect()  # garbage that no collection has reached yet
+            elif now > deadline:
+                raise ValueError(f"{path}: the LMDB environment is still open in this process through "
+                                 f"a handle ndd does not own ({e})") from None
+            time.sleep(0.001)
 
 
 # Page 0 of data.mdb: a 16-byte page header, then the meta (magic, version, address, map
