@@ -5,6 +5,8 @@
 #
 #   bash scripts/gpu-check.sh [--quick] [other bench_gpu.py options]
 #   nox -s gpu -- [same]
+#   bash scripts/gpu-check.sh --criterion --epochs 10 --repeat 3   # only the tutorial loop's
+#       device-graph rows and the ceiling, timed over epochs 2-10 as the tutorial does
 #
 # What it does:
 #   1. third-party wheels that the machine lacks are installed from .whl/ (if present) into
