@@ -132,6 +132,40 @@ def test_resize_roi_past_the_image_repeats_the_edge(rng, kind, interp):
             assert _maxdiff(out, ref) <= tol, (dtype, lo, hi)
 
 
+def test_pil_vertical_first_is_the_installed_pillows_order_of_passes():
+    """``ndd.plugins.pil_vertical_first`` (which the GPU kernel follows to match this
+    package's Pillow results) predicts the order of the installed Pillow's two passes: its
+    result on uint8 noise equals the one-axis resizes chained in that order, and differs
+    from the other order where the two differ."""
+    import importlib.metadata
+
+    from PIL import Image
+
+    from ndd.plugins import pil_vertical_first
+
+    version = tuple(int(p) for p in importlib.metadata.version("pillow").split(".")[:2])
+    gen = np.random.default_rng(7)
+    told_apart = 0
+    for _ in range(200):
+        h, w, oh, ow = (int(v) for v in gen.integers(4, 48, 4))
+        if h == oh or w == ow:
+            continue
+        im = Image.fromarray(gen.integers(0, 256, (h, w), dtype=np.uint8), "L")
+        lanczos = Image.Resampling.LANCZOS
+        both = np.asarray(im.resize((ow, oh), lanczos))
+        cols_first = np.asarray(im.resize((ow, h), lanczos).resize((ow, oh), lanczos))
+        rows_first = np.asarray(im.resize((w, oh), lanczos).resize((ow, oh), lanczos))
+        if np.array_equal(cols_first, rows_first):
+            continue
+        told_apart += 1
+        expected = rows_first if pil_vertical_first((h, w), (oh, ow), version) else cols_first
+        assert np.array_equal(both, expected), ((h, w), (oh, ow), version)
+    assert told_apart > 100
+    assert not pil_vertical_first((34, 14), (13, 23), (12, 1))  # before Pillow 13: columns first
+    assert pil_vertical_first((34, 14), (13, 23), (13, 0))
+    assert not pil_vertical_first((40, 40), (30, 12), (13, 0))  # the width shrinks more
+
+
 def test_resize_roi_and_flip(rng):
     img = rand_image(rng, 40, 60, 3)
     crop = img[10:30, 5:45]

@@ -173,6 +173,32 @@ def test_resize_per_sample_sizes_and_attrs():
     assert_equal([np.asarray(t) for t in ref_attrs], [np.asarray(t) for t in attrs.cpu()])
 
 
+# Sizes where Pillow 13+ goes rows first (the height shrinks by more than twice the width's
+# rows) and others where it goes columns first: on uint8 noise, rounded between the passes,
+# the two orders differ by up to tens of levels, so the GPU must take Pillow's.
+PASS_ORDER_CASES = [((34, 14, 1), (13, 23)), ((30, 30, 3), (10, 60)), ((60, 20, 3), (20, 12)),
+                    ((23, 15, 1), (8, 32)), ((40, 40, 3), (30, 12)), ((20, 50, 3), (35, 22))]
+
+
+@pytest.mark.parametrize("shape, size", PASS_ORDER_CASES)
+@pytest.mark.parametrize("interp, antialias", [(DALIInterpType.INTERP_LANCZOS3, True),
+                                               (DALIInterpType.INTERP_CUBIC, False),
+                                               (DALIInterpType.INTERP_LINEAR, True)])
+def test_resize_uint8_noise_takes_pillows_order_of_passes(shape, size, interp, antialias):
+    b = batch(rand_images(21, [shape, shape]))
+    fn = lambda x: ndd.resize(x, size=size, interp_type=interp, antialias=antialias)  # noqa: E731
+    _resize_close(*run_both(fn, b)[:2], np.uint8)
+
+
+def test_random_resized_crop_uint8_noise_takes_pillows_order_of_passes():
+    b = batch(rand_images(22, [(60, 24, 3)] * 6 + [(30, 70, 3)] * 2))
+    for seed in range(4):
+        kw = {"size": (12, 20), "random_area": [0.3, 1.0], "interp_type": DALIInterpType.INTERP_CUBIC}
+        ref = ndd.random_resized_crop(b, rng=ndd.random.RNG(seed=seed), **kw)
+        got = ndd.random_resized_crop(b.gpu(), rng=ndd.random.RNG(seed=seed), **kw)
+        _resize_close([np.asarray(t) for t in ref], [np.asarray(t) for t in got.cpu()], np.uint8)
+
+
 @pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB])
 def test_random_resized_crop_same_windows(shapes):
     b = batch(smooth_images(12, shapes))

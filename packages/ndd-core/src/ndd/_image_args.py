@@ -573,6 +573,36 @@ def axis_kinds(plan: ResizePlan, min_f: DALIInterpType, mag_f: DALIInterpType,
     return kinds[0], kinds[1]
 
 
+# The reach of Pillow's filters, in input pixels per output pixel when not shrinking.
+_PIL_SUPPORT = {TRIANGULAR: 1.0, CUBIC: 2.0, LANCZOS3: 3.0}
+
+
+def pil_edge_pads(hw: tuple[int, int], plan: ResizePlan, kind: DALIInterpType) -> tuple[tuple[int, int], ...]:
+    """Rows and columns ``((top, bottom), (left, right))`` of copies of the edge pixels that
+    the CPU kernel adds around an image of size ``hw`` before Pillow resamples it as ``plan``
+    says with filter ``kind``: as far as the ROI and the filter reach past the border, so that
+    Pillow sees DALI's clamped edges. (The GPU kernel needs the padded size too: see
+    :func:`pil_vertical_first`.)"""
+    pads = []
+    for d in range(2):
+        lo, hi = sorted((plan.lo[d], plan.hi[d]))
+        radius = _PIL_SUPPORT[kind] * max((hi - lo) / plan.out[d], 1.0)
+        before = int(np.ceil(radius - lo)) + 2 if lo - radius < 0 else 0
+        after = int(np.ceil(hi + radius - hw[d])) + 2 if hi + radius > hw[d] else 0
+        pads.append((before, after))
+    return pads[0], pads[1]
+
+
+def pil_vertical_first(in_hw: tuple[int, int], out_hw: tuple[int, int], pillow_version: tuple[int, ...]) -> bool:
+    """Whether Pillow ``pillow_version`` resamples an ``in_hw`` image (as passed to it) to
+    ``out_hw`` rows first. From Pillow 13 it does when the height shrinks by more rows than
+    twice the columns the width shrinks by (the horizontal pass then has fewer rows); before,
+    always columns first. With uint8 pixels, rounded between the passes, the order changes
+    the result by a few levels: a GPU kernel that follows Pillow must take the same one."""
+    dh, dw = in_hw[0] - out_hw[0], in_hw[1] - out_hw[1]
+    return pillow_version[:1] >= (13,) and dh > 0 and dh > 2 * dw
+
+
 def _cubic(x: np.ndarray) -> np.ndarray:
     x = np.abs(x)
     return np.where(x < 1, (1.5 * x - 2.5) * x * x + 1,

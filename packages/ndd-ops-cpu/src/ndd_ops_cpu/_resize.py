@@ -46,6 +46,7 @@ from ndd.plugins import (
     axis_kinds,
     axis_taps,
     check_hw_layout,
+    pil_edge_pads,
     random_windows,
     random_words,
     resize_filters,
@@ -177,20 +178,10 @@ def _resample_pil_mapped(x: np.ndarray, out_hw: tuple[int, int], box: tuple[floa
         out[...] = dst[..., :3]
 
 
-_PIL_SUPPORT = {TRIANGULAR: 1.0, CUBIC: 2.0, LANCZOS3: 3.0}  # the filters' radii, in output pixels
-
-
 def _edge_pad(img: np.ndarray, plan: Plan, kind: DALIInterpType) -> tuple[np.ndarray, int, int]:
-    """``img`` padded with copies of its edge pixels as far as the ROI and the filter reach
-    past its border, so that Pillow sees DALI's clamped edges; and the rows and columns
-    added before it."""
-    pads = []
-    for d in range(2):
-        lo, hi = sorted((plan.lo[d], plan.hi[d]))
-        radius = _PIL_SUPPORT[kind] * max((hi - lo) / plan.out[d], 1.0)
-        before = int(np.ceil(radius - lo)) + 2 if lo - radius < 0 else 0
-        after = int(np.ceil(hi + radius - img.shape[d])) + 2 if hi + radius > img.shape[d] else 0
-        pads.append((before, after))
+    """``img`` padded with copies of its edge pixels (see ``pil_edge_pads``), and the rows
+    and columns added before it."""
+    pads = pil_edge_pads(img.shape[:2], plan, kind)
     (t, b), (left, r) = pads
     if not (t or b or left or r):
         return img, 0, 0

@@ -19,6 +19,7 @@ uploaded once per call as small tensors; the pixels never leave the device.
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,8 @@ from ndd.plugins import (
     check_hw_layout,
     fill_vector,
     image_layout,
+    pil_edge_pads,
+    pil_vertical_first,
     random_windows,
     random_words,
     resize_filters,
@@ -426,9 +429,22 @@ def _pil_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float)
     return (idx[::-1], w[::-1]) if flip else (idx, w)
 
 
-def _engine(plan: ResizePlan, filters: tuple, antialias: bool) -> tuple[str, tuple]:
-    """Which CPU engine resamples this sample ("cv", "pil" or "numpy") and the filter of
-    each axis, by the CPU kernel's rules (``ndd_ops_cpu._resize.resample``)."""
+def _installed_pillow() -> tuple[int, ...]:
+    """The version of the Pillow that the CPU kernel resamples with (not imported here);
+    without one there is no CPU result to match: the newest behaviour."""
+    try:
+        return tuple(int(p) for p in importlib.metadata.version("pillow").split(".")[:2] if p.isdigit())
+    except importlib.metadata.PackageNotFoundError:
+        return (99,)
+
+
+_PILLOW = _installed_pillow()
+
+
+def _engine(plan: ResizePlan, filters: tuple, antialias: bool, in_hw: tuple[int, int]) -> tuple[str, tuple]:
+    """Which CPU engine resamples this ``in_hw`` sample ("cv", "pil" or "numpy"; "pilv" for
+    Pillow going rows first) and the filter of each axis, by the CPU kernel's rules
+    (``ndd_ops_cpu._resize.resample``)."""
     k0, k1 = axis_kinds(plan, *filters, antialias)
     if k0 == k1 == LINEAR:
         return "cv", (k0, k1)
@@ -437,14 +453,16 @@ def _engine(plan: ResizePlan, filters: tuple, antialias: bool) -> tuple[str, tup
     pil = TRIANGULAR if {k0, k1} == {LINEAR, TRIANGULAR} else k0
     if ((k0 == k1 or pil == TRIANGULAR) and pil in (TRIANGULAR, CUBIC, LANCZOS3)
             and (antialias or all(plan.out[d] >= abs(plan.hi[d] - plan.lo[d]) for d in range(2)))):
-        return "pil", (pil, pil)
+        (t, b), (left, r) = pil_edge_pads(in_hw, plan, pil)  # Pillow sees the padded image
+        rows_first = pil_vertical_first((in_hw[0] + t + b, in_hw[1] + left + r), plan.out, _PILLOW)
+        return "pilv" if rows_first else "pil", (pil, pil)
     return "numpy", (k0, k1)
 
 
 def _engine_taps(engine: str, key: tuple, antialias: bool, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and weights (out, taps) of one sample's axis ``axis`` as ``engine`` resamples it;
     ``key`` is (filter kind, input size, output size, lo, hi)."""
-    return _pil_taps(*key) if engine == "pil" else axis_taps(*key, antialias, rows=axis == 0)
+    return _pil_taps(*key) if engine in ("pil", "pilv") else axis_taps(*key, antialias, rows=axis == 0)
 
 
 def _taps(plans: list[ResizePlan], kinds: list[tuple], engine: str, in_hw: list[tuple[int, int]],
@@ -523,7 +541,7 @@ def _engine_passes(x: torch.Tensor, engine: str, dt: torch.dtype, taps: Any) -> 
     weights) of each axis (see :func:`_resample_batch`)."""
     u8 = x.dtype == torch.uint8 and engine != "numpy" and dt == torch.uint8
     y = as_float(x)
-    for axis in ((1, 0) if engine == "pil" else (0, 1)):
+    for axis in ((1, 0) if engine == "pil" else (0, 1)):  # (OpenCV and "pilv": rows first)
         y = _resample_axis(y, *taps(axis), axis)
         if u8:
             y = _round_u8(y)
@@ -546,12 +564,12 @@ def _resample_all(bd: BatchData, plans: list[ResizePlan], filters: list, antiali
     shapes = bd.shapes()
     gray = len(shapes[0]) == 2
     in_hw = [s[:2] for s in shapes]
-    memo: dict = {}  # the engine once per distinct (plan, filters): once for a uniform batch
+    memo: dict = {}  # the engine once per distinct (plan, filters, size): once for a uniform batch
     choice = []
-    for p, f in zip(plans, filters):
-        k = (id(p), f)
+    for p, f, hw in zip(plans, filters, in_hw):
+        k = (id(p), f, hw)
         if k not in memo:
-            memo[k] = _engine(p, f, antialias)
+            memo[k] = _engine(p, f, antialias, hw)
         choice.append(memo[k])
     groups: dict = {}
     for i, p in enumerate(plans):
@@ -646,11 +664,14 @@ def _rrc_graph_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     for eh in {H, 1}:
         for ew in {W, 1}:
             plan = ResizePlan(out, (0.0, 0.0), (float(eh), float(ew)))
-            engine, kinds = _engine(plan, filters, antialias)
+            engine, kinds = _engine(plan, filters, antialias, (H, W))
+            # Pillow's order of passes depends on each window's padded size: both orders
+            engines = ("pil", "pilv") if engine in ("pil", "pilv") else (engine,)
             for axis, n_in in ((0, H), (1, W)):
                 key = (kinds[axis], n_in, out[axis], 0.0, float(plan.hi[axis]))
                 t = _engine_taps(engine, key, antialias, axis)[0].shape[1] + 1  # (+1: a window's offset)
-                taps[engine, axis] = max(taps.get((engine, axis), 0), t)
+                for e in engines:
+                    taps[e, axis] = max(taps.get((e, axis), 0), t)
     return shape, filters, sorted({e for e, _ in taps}), taps
 
 
@@ -661,7 +682,7 @@ def _rrc_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
     n, (H, W) = len(inputs[0]), shape[:2]
     antialias = args["antialias"]
     plans = _rrc_plans(ctx, args, [(H, W)] * n)
-    chosen = [_engine(p, filters, antialias) for p in plans]
+    chosen = [_engine(p, filters, antialias, (H, W)) for p in plans]
     arrays = []
     for engine in engines:
         for axis, n_in in ((0, H), (1, W)):
