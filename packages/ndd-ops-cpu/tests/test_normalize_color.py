@@ -136,6 +136,34 @@ def test_normalize_batch_mode(rng):
         ndd.normalize(xs[0], ddof=-1)
 
 
+def test_normalize_axes_are_checked_by_name():
+    """Axes out of range, named twice or missing from the layout are refused by name (an
+    axis named twice used to reach NumPy or torch, whose messages differ)."""
+    img = np.zeros((4, 5, 3), np.float32)
+    b = ndd.batch([img], layout="HWC")
+    with raises(ValueError, r"argument 'axes' has an axis out of range for a 3-D input: \[0, 3\]"):
+        ndd.normalize(b, axes=(0, 3)).evaluate()
+    with raises(ValueError, r"argument 'axes' names an axis twice: \[1, -2\]"):
+        ndd.normalize(b, axes=(1, -2)).evaluate()
+    with raises(ValueError, r"argument 'axis_names' names an axis twice: 'HH'"):
+        ndd.normalize(b, axis_names="HH").evaluate()
+    with raises(ValueError, r"argument 'axis_names' names 'X', not in the input layout 'HWC'"):
+        ndd.normalize(b, axis_names="HX").evaluate()
+    assert np.array_equal(as_np(ndd.normalize(b, axes=(-1,)))[0], as_np(ndd.normalize(b, axes=(2,)))[0])
+
+
+def test_normalize_over_no_axes_gives_the_shift_without_warnings():
+    """No axes: every value is its own mean, the variance 0, the result ``shift``; the
+    division by zero that gives it raises no NumPy warning."""
+    import warnings
+
+    b = ndd.batch([np.arange(6, dtype=np.float32).reshape(2, 3)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = as_np(ndd.normalize(b, axes=(), shift=1.5))[0]
+    assert out.shape == (2, 3) and (out == 1.5).all()
+
+
 def test_normalize_keeps_0d_samples_0d():
     out = ndd.normalize(ndd.batch([np.float32(3), np.float32(5)]), batch=True)
     assert out.shape == [(), ()] and [v.tolist() for v in as_np(out)] == [-1.0, 1.0]

@@ -237,6 +237,21 @@ def test_reshaping_ops_make_views_on_the_device():
         assert tuple(t.shape) == shape and t.data_ptr() == src.data_ptr()
 
 
+def test_reshape_refusal_reads_the_same_on_both_devices():
+    from ndd._dispatch import OperatorError
+
+    b = ndd.as_batch(np.zeros((2, 5, 7, 3), np.uint8), layout="HWC")
+    msgs = []
+    for x in (b, b.gpu()):
+        with pytest.raises(OperatorError) as info:
+            ndd.reshape(x, shape=[3, 3]).evaluate()
+        e = info.value
+        while e.__cause__ is not None:  # (an asynchronous call's error holds the kernel's as its cause)
+            e = e.__cause__
+        msgs.append(str(e))
+    assert msgs[0] == msgs[1] and "a sample of shape (5, 7, 3) (105 elements) to [3, 3]" in msgs[0]
+
+
 def test_reshaping_joining_and_filling_ops_stay_on_the_device(monkeypatch):
     """These operators run core's kernel on the device tensors: nothing is copied to the
     host (uint16 arithmetic, which still goes through the host, shows that the check bites)."""

@@ -98,6 +98,72 @@ def test_rotate_nearest_size_and_dtype():
     assert any((np.abs(r - np.round(r)) > 0.05).any() for r in ref)
 
 
+NN = DALIInterpType.INTERP_NN
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("kwargs", [
+    {"angle": 0.0, "size": (4, 6)},  # an odd difference of sizes: every source row on a half pixel
+    {"angle": 90.0, "keep_size": True},  # a non-square image: half pixels on both axes
+    {"angle": 270.0, "keep_size": True, "fill_value": 7.0},
+    {"angle": 180.0, "size": (8, 7), "fill_value": 3.0},
+])
+def test_warp_nearest_takes_opencvs_pixel_on_half_pixels(dtype, kwargs):
+    """NN picks the pixel OpenCV picks (its float32 coordinate rounded half to even), also
+    where the source coordinate is exactly on a half pixel: exact equality. (Not at angles
+    such as 30 degrees, whose ties come out of rounded sines: there OpenCV's warpAffine rounds
+    one lane of its vector loop otherwise, and the CPU kernel's two paths differ too.)"""
+    b = batch(rand_images(31, [(5, 6, 1), (7, 4, 3), (6, 9, 3)] if "size" in kwargs else [(5, 8, 3)] * 3, dtype))
+    assert_equal(*run_both(lambda x: ndd.rotate(x, interp_type=NN, **kwargs), b)[:2])
+    m = (1.0, 0.0, 0.5, 0.0, 1.0, -1.5)
+    assert_equal(*run_both(lambda x: ndd.warp_affine(x, matrix=m, interp_type=NN), b)[:2])
+
+
+@pytest.mark.parametrize("interp", [NN, DALIInterpType.INTERP_LINEAR])
+def test_warp_nan_fill_stays_outside_the_image(interp):
+    """A NaN fill value: float pixels outside the image are NaN and those inside are not, as on
+    the CPU; uint8 images store it as 0 (the CPU's fill), not an error."""
+    fn = lambda x: ndd.rotate(x, angle=30.0, fill_value=float("nan"), interp_type=interp)  # noqa: E731
+    ref, got, _ = run_both(fn, batch([np.full((6, 8, 1), 0.5, np.float32)] * 2))
+    assert all(np.array_equal(np.isnan(r), np.isnan(g)) for r, g in zip(ref, got))
+    assert 0 < sum(int(np.isnan(r).sum()) for r in ref) < sum(r.size for r in ref)
+    assert_close([np.nan_to_num(r) for r in ref], [np.nan_to_num(g) for g in got], atol=1e-4)
+    _warp_close(*run_both(fn, batch(smooth_images(32, [(6, 8, 1)] * 2)))[:2], np.uint8)
+
+
+@pytest.mark.parametrize("fill, n", [(1e10, 1), (1e10, 2), (-1e10, 1), (300.0, 1)])
+def test_warp_uint8_fill_beyond_the_range_saturates(fill, n):
+    """A uint8 fill value out of range is saturated on both devices and on both CPU paths
+    (one sample: OpenCV's warpAffine; several small ones: the remap mosaic)."""
+    b = batch([np.full((4, 5, 1), 100, np.uint8)] * n)
+    ref, got, _ = run_both(lambda x: ndd.warp_affine(x, matrix=(1, 0, 2, 0, 1, 0), fill_value=fill), b)
+    assert_equal(ref, got)
+    assert (ref[0][:, -2:] == (255 if fill > 0 else 0)).all()
+
+
+@pytest.mark.parametrize("size", [(0, 3), (4, 0), (0, 0)])
+def test_warp_to_an_empty_size(size):
+    b = batch(rand_images(33, [(5, 7, 3)] * 2))
+    for fn in (lambda x: ndd.rotate(x, angle=3.0, size=size),  # noqa: B023
+               lambda x: ndd.warp_affine(x, matrix=(1, 0, 0, 0, 1, 0), size=size)):  # noqa: B023
+        ref, got, _ = run_both(fn, b)
+        assert [r.shape for r in ref] == [g.shape for g in got] == [size + (3,)] * 2
+
+
+def test_rotate_two_channels_like_one():
+    """Two-channel uint8 images warp as their channels do one by one (OpenCV's own 2-channel
+    path interpolates on a coarser grid, up to 5 levels off)."""
+    b = batch(rand_images(34, [(40, 50, 2)] * 2))
+    fn = lambda x: ndd.rotate(x, angle=30.0, fill_value=0)  # noqa: E731
+    ref, got, _ = run_both(fn, b)
+    _warp_close(ref, got, np.uint8)
+    one = [ndd.rotate(batch([np.ascontiguousarray(x[..., k:k + 1]) for x in rand_images(34, [(40, 50, 2)] * 2)]),
+                      angle=30.0, fill_value=0) for k in (0, 1)]
+    per_channel = [np.concatenate([np.asarray(one[0].tensors[i]), np.asarray(one[1].tensors[i])], axis=2)
+                   for i in range(2)]
+    assert_equal(ref, per_channel)
+
+
 @pytest.mark.parametrize("shapes", [UNIFORM_RGB, GRAY, RAGGED_RGB])
 def test_warp_affine(shapes):
     b = batch(smooth_images(8, shapes))

@@ -78,6 +78,21 @@ def test_normalize(shapes, dtype):
             assert_close(ref, got, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB])
+def test_normalize_over_no_axes(shapes):
+    """``axes=()`` reduces over nothing: each value is its own mean (torch's ``sum(dim=[])``
+    would reduce over everything)."""
+    b = batch(rand_images(14, shapes, np.float32))
+    cases = [{"axes": ()}, {"axes": (), "stddev": 2.0, "shift": 3.0}]
+    if shapes == UNIFORM_RGB:
+        cases.append({"axes": (), "batch": True})  # over the samples alone
+    for kw in cases:
+        ref, got, _ = run_both(lambda x: ndd.normalize(x, **kw), b)  # noqa: B023
+        assert_close(ref, got, rtol=1e-5, atol=1e-5)
+        if kw == {"axes": ()}:
+            assert all((g == 0).all() for g in got)
+
+
 @pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB, GRAY])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_brightness_contrast(shapes, dtype):

@@ -495,12 +495,16 @@ def _normalize_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
         raise ValueError(f"Operator `{op}`: arguments 'axes' and 'axis_names' are mutually exclusive")
     if axes is not None and any(not -m.ndim <= a < m.ndim for a in axes):
         raise _err(op, "axes", f"has an axis out of range for a {m.ndim}-D input: {list(axes)}")
+    if axes is not None and len({a % m.ndim for a in axes}) != len(axes):
+        raise _err(op, "axes", f"names an axis twice: {list(axes)}")
     if names is not None:
         if not m.layout:
             raise _err(op, "axis_names", "needs an input with a layout")
         missing = [c for c in names if c not in m.layout]
         if missing:
             raise _err(op, "axis_names", f"names {''.join(missing)!r}, not in the input layout {m.layout!r}")
+        if len(set(names)) != len(names):
+            raise _err(op, "axis_names", f"names an axis twice: {names!r}")
     return [OutMeta(args["dtype"], m.ndim, m.layout)]
 
 

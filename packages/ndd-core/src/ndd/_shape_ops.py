@@ -181,12 +181,12 @@ def _fill_negative(in_shape: tuple, target: list) -> tuple[int, ...]:
     if neg:
         rest = int(np.prod([t for t in target if t >= 0], dtype=np.int64))
         if rest == 0 or vol % rest:
-            raise ValueError(f"Operator `reshape`: cannot reshape a sample of shape {in_shape} "
+            raise ValueError(f"Operator `reshape`: cannot reshape a sample of shape {tuple(in_shape)} "
                              f"({vol} elements) to {target}")
         target[neg[0]] = vol // rest
     out_vol = int(np.prod(target, dtype=np.int64))
     if out_vol != vol:
-        raise ValueError(f"Operator `reshape`: cannot reshape a sample of shape {in_shape} ({vol} elements) "
+        raise ValueError(f"Operator `reshape`: cannot reshape a sample of shape {tuple(in_shape)} ({vol} elements) "
                          f"to {target} ({out_vol} elements)")
     return tuple(target)
 

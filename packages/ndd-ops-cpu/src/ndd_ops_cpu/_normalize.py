@@ -245,8 +245,9 @@ def normalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
         else:
             cnt = int(np.prod([x.shape[d] for d in axes]))
             var = ((x - m) ** 2).sum(axis=axes, keepdims=True, dtype=np.float64) / max(cnt - ddof, 1)
-        k = scale / np.sqrt(var + eps)
-        k = np.where(np.isfinite(k), k, 0.0).astype(np.float32)  # a constant slice normalises to shift
+        with np.errstate(divide="ignore", invalid="ignore"):  # a constant slice normalises to shift
+            k = scale / np.sqrt(var + eps)
+        k = np.where(np.isfinite(k), k, 0.0).astype(np.float32)
         return cast_to((x - np.asarray(m, np.float32)) * k + np.float32(shift), dt)
 
     return map_samples(ctx, one, n, sum(s.nbytes for s in samples))

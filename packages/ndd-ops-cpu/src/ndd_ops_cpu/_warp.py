@@ -205,22 +205,25 @@ def _warp(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], interp: Any, 
           dtype: np.dtype) -> np.ndarray:
     src = img if img.dtype in (np.uint8, np.float32) and np.dtype(dtype).kind != "f" else img.astype(np.float32)
     flags = CV_INTERP[interp] | cv2.WARP_INVERSE_MAP
+    c = src.shape[2] if src.ndim == 3 else 0
+    if out_hw[0] == 0 or out_hw[1] == 0:  # (OpenCV takes an empty size for the input's)
+        return np.zeros(tuple(out_hw[:2]) + src.shape[2:], dtype)
     if fill is None:
         border, value = cv2.BORDER_REPLICATE, 0
-    else:
-        border, value = cv2.BORDER_CONSTANT, (fill,) * 4
+    else:  # as the image stores it (passed raw, OpenCV wraps a huge uint8 fill through int)
+        border, value = cv2.BORDER_CONSTANT, (float(_fill_scalar(fill, src.dtype)),) * 4
     mc = _to_cv(m)
     size = (out_hw[1], out_hw[0])
-    c = src.shape[2] if src.ndim == 3 else 0
-    if c <= 4:
+    if c == 2 or c > 4:
+        # OpenCV warps at most 4 channels at a time, and 2 on a coarser fixed-point grid than
+        # 1, 3 or 4 (up to 5 levels off): those one by one
+        step = 1 if c == 2 else 4
+        out = np.concatenate([_warp(np.ascontiguousarray(src[..., k:k + step]), m, out_hw, interp, fill, src.dtype)
+                              for k in range(0, c, step)], axis=2)
+    else:
         out = cv2.warpAffine(src, mc, size, flags=flags, borderMode=border, borderValue=value)
         if src.ndim == 3 and out.ndim == 2:
             out = out[..., None]
-    else:  # OpenCV warps at most 4 channels at a time
-        out = np.concatenate([
-            np.atleast_3d(cv2.warpAffine(np.ascontiguousarray(src[..., k:k + 4]), mc, size, flags=flags,
-                                         borderMode=border, borderValue=value))
-            for k in range(0, c, 4)], axis=2)
     return cast_to(out, dtype)
 
 

@@ -276,20 +276,71 @@ def _affine_grid(theta: torch.Tensor, n: int, oh: int, ow: int, stream: Any) -> 
     return torch.bmm(base, theta.transpose(1, 2)).view(n, oh, ow, 2)
 
 
+def _warp_matrices(mats: np.ndarray, in_hw: tuple[int, int], out_hw: tuple[int, int], interp: Any) -> np.ndarray:
+    """What the device warp takes, float32 (n, 2, 3) (NumPy rounds like torch's cast: one
+    upload, no cast kernel): ``affine_grid`` matrices, or for NN OpenCV's pixel-centre ones."""
+    if interp == DALIInterpType.INTERP_NN:
+        mc = np.array(mats, np.float64)
+        mc[:, :, 2] = mats[:, :, :2] @ [0.5, 0.5] + mats[:, :, 2] - 0.5
+        return mc.astype(np.float32)
+    return _grid_theta(mats, in_hw, out_hw).astype(np.float32)
+
+
 def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], interp: Any,
                 fill: float | None, dt: torch.dtype, stream: Any) -> torch.Tensor:
     """Warp (n, H, W[, C]) with output-to-input matrices (n, 2, 3) to (n, oh, ow[, C])."""
-    # float32 on the host (NumPy rounds like torch's cast): one upload, no cast kernel
-    theta = upload(_grid_theta(mats, tuple(x.shape[1:3]), out_hw).astype(np.float32), x.device)
+    theta = upload(_warp_matrices(mats, tuple(x.shape[1:3]), out_hw, interp), x.device)
     return _warp_theta(x, theta, out_hw, interp, fill, dt, stream)
+
+
+def _fill_as(fill: float, u8: bool) -> float:
+    """The fill value as OpenCV stores it in the image: uint8 rounded half to even and
+    saturated (NaN as 0, as the CPU kernel's ``_fill_scalar``)."""
+    f = float(fill)
+    if not u8:
+        return f
+    if f != f:
+        return 0.0
+    return float(min(max(round(f), 0), 255)) if abs(f) < 1e9 else (255.0 if f > 0 else 0.0)
+
+
+def _warp_nearest(x: torch.Tensor, mc: torch.Tensor, out_hw: tuple[int, int], fill: float | None,
+                  dt: torch.dtype) -> torch.Tensor:
+    """NN warp with OpenCV's pixel-centre matrices ``mc`` (n, 2, 3) as OpenCV computes it:
+    each source coordinate in float32 as ``fma(M0, x, float(float(M1 * y) + M2))`` (the
+    product-sum in float64, rounded once), rounded half to even; the CPU kernel's pixels,
+    also where a coordinate falls on a half pixel (``grid_sample`` round-trips it through
+    normalised coordinates and rounds it either way)."""
+    n, h, w = x.shape[:3]
+    oh, ow = out_hw
+    dev = x.device
+    ys = torch.arange(oh, device=dev, dtype=torch.float32).view(1, oh, 1, 1)
+    xs = torch.arange(ow, device=dev, dtype=torch.float64).view(1, 1, ow, 1)
+    row = ys * mc[:, :, 1].view(n, 1, 1, 2) + mc[:, :, 2].view(n, 1, 1, 2)  # float32, (n, oh, 1, 2)
+    xy = torch.round((row.double() + xs * mc[:, :, 0].double().view(n, 1, 1, 2)).float())
+    ix, iy = xy[..., 0], xy[..., 1]
+    inside = None
+    if fill is not None:
+        inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
+    ix = ix.clamp_(0, max(w - 1, 0)).long()
+    iy = iy.clamp_(0, max(h - 1, 0)).long()
+    u8 = x.dtype == torch.uint8 and dt == torch.uint8
+    src = x if u8 else as_float(x)
+    out = src[torch.arange(n, device=dev).view(n, 1, 1), iy, ix]  # (n, oh, ow[, C])
+    if inside is not None:
+        mask = inside.view(inside.shape + (1,) * (out.ndim - 3))
+        out = torch.where(mask, out, torch.tensor(_fill_as(fill, u8), dtype=out.dtype, device=dev))
+    return out.contiguous() if u8 else cast_to(out, dt)
 
 
 def _warp_theta(x: torch.Tensor, theta: torch.Tensor, out_hw: tuple[int, int], interp: Any,
                 fill: float | None, dt: torch.dtype, stream: Any) -> torch.Tensor:
-    """:func:`_warp_batch` with its ``affine_grid`` matrices (n, 2, 3) already on the device."""
+    """:func:`_warp_batch` with its matrices (see :func:`_warp_matrices`) already on the device."""
     mode = _MODES.get(interp)
     if mode is None:
         raise ValueError(f"Interpolation {interp!r} is not supported by rotate / warp_affine (NN or LINEAR)")
+    if mode == "nearest":
+        return _warp_nearest(x, theta, out_hw, fill, dt)
     n, h, w = x.shape[:3]
     oh, ow = out_hw
     gray = x.ndim == 3
@@ -302,9 +353,9 @@ def _warp_theta(x: torch.Tensor, theta: torch.Tensor, out_hw: tuple[int, int], i
     out = F.grid_sample(src, grid, mode=mode, padding_mode=pad, align_corners=False)
     u8 = x.dtype == torch.uint8 and dt == torch.uint8  # (a float output is computed from float input)
     if src.shape[1] > c:
-        # OpenCV stores the fill value in the image type first (uint8: rounded half to even, saturated).
-        f = min(max(round(float(fill)), 0), 255) if u8 else float(fill)
-        out = out[:, :c] + f * (1 - out[:, c:])
+        # The fill's share of each pixel, none inside the image (a NaN fill stays outside it).
+        f, m = _fill_as(fill, u8), out[:, c:]
+        out = out[:, :c] + torch.where(m < 1, f * (1 - m), 0.0)
     out = out.permute(0, 2, 3, 1)
     out = out[..., 0] if gray else out
     if u8:  # OpenCV warps uint8 to uint8 (rounded half to even)
@@ -375,8 +426,7 @@ def _warp_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
 def _warp_graph_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
     mats, out_hw = _warp_plan(ctx, inputs, args)
     in_shape = inputs[0].shapes()[0]
-    theta = _grid_theta(mats, in_shape[:2], out_hw).astype(np.float32)
-    return [theta], (ctx.op, in_shape, out_hw)
+    return [_warp_matrices(mats, in_shape[:2], out_hw, args["interp_type"])], (ctx.op, in_shape, out_hw)
 
 
 def _warp_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:

@@ -278,14 +278,13 @@ def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
         dims = list(axes)
         count = sum(int(np.prod([s.shape[d] for d in axes])) for s in samples)
         if means is None:
-            total = sum(s.to(torch.float64).sum(dim=dims, keepdim=True) for s in samples)
+            total = sum(_sum(s.to(torch.float64), dims) for s in samples)
             m = total / count
             means_t = [m.to(torch.float32)] * n
         else:
             means_t = [upload(m, dev) for m in means]
         if stds is None:
-            ss = sum(((as_float(s) - means_t[0]) ** 2).sum(dim=dims, dtype=torch.float64, keepdim=True)
-                     for s in samples)
+            ss = sum(_sum(((as_float(s) - means_t[0]) ** 2).to(torch.float64), dims) for s in samples)
             var = [ss / max(count - ddof, 1)] * n
         else:
             var = [upload(v, dev).to(torch.float64) ** 2 for v in stds]
@@ -317,6 +316,12 @@ def _normalize_graph_device(ctx: KernelContext, inputs: list[BatchData], uploade
     return _normalize_dense(as_float(stacked(bd)), axes, m, sd, args, out_dtype(ctx))
 
 
+def _sum(t: torch.Tensor, dims: list[int]) -> torch.Tensor:
+    """``t`` summed over ``dims``, kept as size-1 dimensions; no dims: ``t`` itself (torch's
+    ``sum(dim=[])`` would sum over every dimension)."""
+    return t.sum(dim=dims, keepdim=True) if dims else t
+
+
 def _apply(x: torch.Tensor, m: torch.Tensor, var: torch.Tensor, eps: float, scale: float, shift: float,
            dt: torch.dtype) -> torch.Tensor:
     k = scale / torch.sqrt(var + eps)
@@ -337,12 +342,12 @@ def _normalize_dense(x: torch.Tensor, axes: tuple[int, ...], means: torch.Tensor
     if means is not None:
         m = means
     else:
-        m = x.to(torch.float64).sum(dim=dims, keepdim=True) / count
+        m = _sum(x.to(torch.float64), dims) / count
         if args["batch"]:
             m = m.to(torch.float32)  # the CPU keeps the batch mean in float32
     if stds is not None:
         var = stds.to(torch.float64) ** 2
     else:
         diff = x - m if m.dtype == torch.float32 else x.to(torch.float64) - m
-        var = (diff ** 2).sum(dim=dims, dtype=torch.float64, keepdim=True) / max(count - ddof, 1)
+        var = _sum((diff ** 2).to(torch.float64), dims) / max(count - ddof, 1)
     return _apply(x, m, var, eps, scale, shift, dt)
