@@ -313,6 +313,21 @@ def test_rotate_two_channels_matches_reference(rng):
     assert np.abs(out - ref).max() <= 2.0
 
 
+def test_nearest_ties_read_the_pixel_whose_area_holds_the_point(rng):
+    """NN on exact half-pixel ties reads the pixel whose area holds the point (DALI's floor),
+    on the per-sample path (one image) as on the batched one (several small ones), whatever
+    OpenCV's version (its warpAffine rounds ties half to even up to 5.0, half up from 5.1):
+    4 rows out of 5 centred read rows 1 to 4; a point on the far edge is outside."""
+    img = np.arange(5 * 6, dtype=np.uint8).reshape(5, 6, 1)
+    for n in (1, 2):
+        out = as_np(ndd.rotate(ndd.batch([img] * n), angle=0.0, size=(4, 6), interp_type=types.INTERP_NN))
+        np.testing.assert_array_equal(out[0], img[1:5])
+        out = as_np(ndd.warp_affine(ndd.batch([img] * n), matrix=[1, 0, 0.5, 0, 1, 0], fill_value=99,
+                                    interp_type=types.INTERP_NN))
+        np.testing.assert_array_equal(out[0][:, :5], img[:, 1:6])  # x + 0.5 + 0.5: the next pixel
+        assert (out[0][:, 5] == 99).all()  # the point 6.0 is on the far edge: outside
+
+
 def test_warp_to_an_empty_size(rng):
     """A zero output extent gives an empty image (OpenCV would take an empty size for the
     input's)."""

@@ -34,10 +34,9 @@ coordinate carries the tile offset (up to a few hundred pixels), so it is
 rounded to float32 at a coarser step (2**-16 instead of ~2**-19 px): the
 bilinear weights move by ~1e-5 and a value that sat within ~0.005 of a
 rounding boundary can round the other way. float32 images differ by ~1e-5
-relative for the same reason. NN rebuilds warpAffine's float32 coordinate and rounds
-it (half to even, as OpenCV does) before adding the integer tile offset, so it picks
-the same pixel except in ~1 pixel per million (a coordinate within float32 rounding of
-a half pixel that warpAffine's scalar tail computes in another order).
+relative for the same reason. NN (both paths) rebuilds warpAffine's float32 coordinate and
+picks the pixel whose area holds it, ties up (:func:`_nn_round`; OpenCV's own rounding
+changed between versions), before adding the integer tile offset.
 """
 
 from __future__ import annotations
@@ -56,6 +55,7 @@ from ndd.plugins import (
     rotate_params,
     warp_affine_params,
 )
+from ndd.types import DALIInterpType
 
 from ._common import CV_INTERP, cast_to, map_samples
 
@@ -149,7 +149,7 @@ def _mosaic_warp(imgs: np.ndarray, mats: np.ndarray, out_hw: tuple[int, int], in
         c32 = coef.astype(np.float32)
         rp = (feat[::ow, 1:2] * c32[1]).astype(np.float32) + c32[2]  # (oh, 2n)
         xy = rp[:, None, :].astype(np.float64) + feat[:ow, :1].astype(np.float64) * c32[0].astype(np.float64)
-        xy = np.rint(xy.astype(np.float32)).reshape(oh * ow, 2 * n)  # half to even, as OpenCV
+        xy = _nn_round(xy.astype(np.float32)).astype(np.float32).reshape(oh * ow, 2 * n)
     elif clamp:
         xy = feat @ coef.astype(np.float32)
     else:
@@ -201,6 +201,34 @@ def _batch_warp(bd: BatchData, mats: np.ndarray, out_hw: np.ndarray, interp: Any
     return [cast_to(res[i, :int(out_hw[i, 0]), :int(out_hw[i, 1])], dtype) for i in range(n)]
 
 
+def _nn_round(x: np.ndarray) -> np.ndarray:
+    """The pixel (OpenCV's pixel-centre coordinates, float32) that nearest-neighbour sampling
+    reads: the one whose area holds the point, ties up (DALI's floor of the pixel-corner
+    coordinate). OpenCV's own warpAffine rounds ties half to even up to 5.0 and half up
+    from 5.1 (keeping a point on the far edge inside): not used for NN, so that results do
+    not depend on its version."""
+    return np.floor(x.astype(np.float64) + 0.5)
+
+
+def _warp_nearest(src: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], fill: float | None) -> np.ndarray:
+    """NN warp of one HWC / HW image with the OpenCV matrix ``m`` (2, 3): each source
+    coordinate computed as warpAffine computes it, ``fma(M0, x, float(float(M1 * y) + M2))``
+    in float32, then :func:`_nn_round`; one gather."""
+    oh, ow = out_hw
+    h, w = src.shape[:2]
+    if h == 0 or w == 0:
+        return np.full((oh, ow) + src.shape[2:], _fill_scalar(fill, src.dtype), src.dtype)
+    m32 = m.astype(np.float32)
+    ys = np.arange(oh, dtype=np.float32)[:, None]
+    xs = np.arange(ow, dtype=np.float64)[None, :]
+    ix, iy = (_nn_round((((ys * m32[k, 1]).astype(np.float32) + m32[k, 2]).astype(np.float64)
+                         + xs * np.float64(m32[k, 0])).astype(np.float32)) for k in (0, 1))
+    out = src[np.clip(iy, 0, h - 1).astype(np.intp), np.clip(ix, 0, w - 1).astype(np.intp)]
+    if fill is not None:
+        out[(ix < 0) | (ix >= w) | (iy < 0) | (iy >= h)] = _fill_scalar(fill, src.dtype)
+    return out
+
+
 def _warp(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], interp: Any, fill: float | None,
           dtype: np.dtype) -> np.ndarray:
     src = img if img.dtype in (np.uint8, np.float32) and np.dtype(dtype).kind != "f" else img.astype(np.float32)
@@ -214,7 +242,9 @@ def _warp(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], interp: Any, 
         border, value = cv2.BORDER_CONSTANT, (float(_fill_scalar(fill, src.dtype)),) * 4
     mc = _to_cv(m)
     size = (out_hw[1], out_hw[0])
-    if c == 2 or c > 4:
+    if interp == DALIInterpType.INTERP_NN:
+        out = _warp_nearest(src, mc, (int(out_hw[0]), int(out_hw[1])), fill)
+    elif c == 2 or c > 4:
         # OpenCV warps at most 4 channels at a time, and 2 on a coarser fixed-point grid than
         # 1, 3 or 4 (up to 5 levels off): those one by one
         step = 1 if c == 2 else 4

@@ -306,18 +306,19 @@ def _fill_as(fill: float, u8: bool) -> float:
 
 def _warp_nearest(x: torch.Tensor, mc: torch.Tensor, out_hw: tuple[int, int], fill: float | None,
                   dt: torch.dtype) -> torch.Tensor:
-    """NN warp with OpenCV's pixel-centre matrices ``mc`` (n, 2, 3) as OpenCV computes it:
-    each source coordinate in float32 as ``fma(M0, x, float(float(M1 * y) + M2))`` (the
-    product-sum in float64, rounded once), rounded half to even; the CPU kernel's pixels,
-    also where a coordinate falls on a half pixel (``grid_sample`` round-trips it through
-    normalised coordinates and rounds it either way)."""
+    """NN warp with OpenCV's pixel-centre matrices ``mc`` (n, 2, 3) as the CPU kernel does
+    it: each source coordinate in float32 as warpAffine computes it, ``fma(M0, x,
+    float(float(M1 * y) + M2))`` (the product-sum in float64, rounded once), and the pixel
+    whose area holds it, ties up; the CPU kernel's pixels, also where a coordinate falls on
+    a half pixel (``grid_sample`` round-trips it through normalised coordinates and rounds
+    it either way)."""
     n, h, w = x.shape[:3]
     oh, ow = out_hw
     dev = x.device
     ys = torch.arange(oh, device=dev, dtype=torch.float32).view(1, oh, 1, 1)
     xs = torch.arange(ow, device=dev, dtype=torch.float64).view(1, 1, ow, 1)
     row = ys * mc[:, :, 1].view(n, 1, 1, 2) + mc[:, :, 2].view(n, 1, 1, 2)  # float32, (n, oh, 1, 2)
-    xy = torch.round((row.double() + xs * mc[:, :, 0].double().view(n, 1, 1, 2)).float())
+    xy = torch.floor((row.double() + xs * mc[:, :, 0].double().view(n, 1, 1, 2)).float().double() + 0.5)
     ix, iy = xy[..., 0], xy[..., 1]
     inside = None
     if fill is not None:
