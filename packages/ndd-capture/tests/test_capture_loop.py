@@ -355,6 +355,61 @@ def test_bare_draws_and_uncaptured_random_share_rng(lmdb_path):
         np.testing.assert_array_equal(x[2], y[2])
 
 
+def test_an_rng_made_in_the_traced_step_with_bare_draws_before_the_call(lmdb_path):
+    """An RNG created inside the first step counts every draw of the step, the bare ones
+    before the captured call too (it was anchored at that call and failed the next step)."""
+    def loop(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        rng, got = None, []
+        for _ in range(2):
+            for _jpegs, _labels in reader.next_epoch(batch_size=B, capture=capture):
+                if rng is None:
+                    rng = ndd.random.RNG(9)
+                bare = rng()
+                a = ndd.random.uniform(batch_size=B, range=[-10, 10], rng=rng)
+                got.append((bare, np.asarray(ndd.as_tensor(a))))
+        return got, str(rng.get_state())
+
+    eager, captured = loop(False), loop(True)
+    assert eager[1] == captured[1] and len(eager[0]) == len(captured[0])
+    for (b0, a0), (b1, a1) in zip(eager[0], captured[0]):
+        assert b0 == b1
+        np.testing.assert_array_equal(a0, a1)
+    assert [s.replayed > 0 for s in ndd.capture.report().sites if s.op == "random.uniform"] == [True]
+
+
+@pytest.mark.parametrize("leave", ["break", "exception"])
+def test_leaving_a_replayed_step_before_its_random_calls(lmdb_path, leave):
+    """A step left before its random calls (``if step == n: break`` at the top of the body, or
+    an exception the caller catches) drew nothing, as in eager mode: the steps computed ahead
+    are computed again from there, and later epochs give eager mode's values."""
+    def loop(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        rng = ndd.random.RNG(4)
+        got = []
+        for epoch in range(3):
+            try:
+                for step, (jpegs, _labels) in enumerate(reader.next_epoch(batch_size=B, capture=capture)):
+                    if epoch == 0 and step == 2:
+                        if leave == "break":
+                            break
+                        raise KeyError("left")
+                    images = ndd.decoders.image(jpegs, output_type=ndd.types.GRAY)
+                    angles = ndd.random.uniform(batch_size=B, range=[-10, 10], rng=rng)
+                    images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
+                    got.append(np.asarray(ndd.as_tensor(images)))
+            except KeyError:
+                pass
+        return got, str(rng.get_state())
+
+    eager, captured = loop(False), loop(True)
+    assert eager[1] == captured[1]
+    assert len(eager[0]) == len(captured[0]) > 4
+    for x, y in zip(eager[0], captured[0]):
+        np.testing.assert_array_equal(x, y)
+    assert [s.replayed > 0 for s in ndd.capture.report().sites if s.op == "random.uniform"] == [True]
+
+
 def _wait_threads(baseline, timeout=5.0):
     deadline = time.time() + timeout
     while threading.active_count() > baseline and time.time() < deadline:

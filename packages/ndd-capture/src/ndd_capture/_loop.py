@@ -408,8 +408,8 @@ class CaptureLoop:
             if rng is None:
                 rng = get_default_rng()
             if isinstance(rng, RNG):
-                if id(rng) not in self.rng_start:  # created during this step: anchor at its first draw
-                    self.rng_start[id(rng)] = (rng, rng._draws)
+                if id(rng) not in self.rng_start:  # created during this step: all its draws are the step's
+                    self.rng_start[id(rng)] = (rng, 0)
                 offset = rng._draws - self.rng_start[id(rng)][1]
         result = invoke(schema, raw_in, dict(raw_kw))
         rec = self._record(key, schema, site)
@@ -831,6 +831,22 @@ class CaptureLoop:
         self.rebase = True
         self.generation += 1
 
+    def left_before_draws(self) -> bool:
+        """Whether the replayed step being left (``break``, or an exception the caller caught)
+        had not made all of its random draws yet (a ``break`` at the top of the body)."""
+        return any(tr.rng._version == tr.version and tr.rng._draws != tr.start + (self.rel_step + 1) * tr.period
+                   for tr in self.rng_tracks.values())
+
+    def restart_after(self, reader: Any) -> None:
+        """After :meth:`left_before_draws`: the steps computed ahead took random values as if
+        this step had drawn its own, which eager mode would not have; compute them again from
+        the reader's position after this step, with the RNGs where they stand now."""
+        state = reader._loop_state
+        self.restart_source()
+        if state is not None:
+            reader._restore(state)
+            reader._loop_state = None
+
     def reset_trace(self) -> None:
         """Drop an unfinished trace (the loop was left during its first step)."""
         self.nodes, self.sites, self.records = [], {}, {}
@@ -1125,6 +1141,8 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
         except GeneratorExit:
             if tracing:  # left during the traced step: forget the partial trace, trace again later
                 loop.reset_trace()
+            elif loop.left_before_draws():
+                loop.restart_after(reader)
             raise
         finally:
             _tls.loop = None
