@@ -678,3 +678,44 @@ def test_a_steps_values_travel_intact(kind):
     for a, b in zip(want, got.samples if got.dense is None else list(got.dense)):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert np.array_equal(a, b) if kind != "objects" else list(a) == list(b)
+
+
+@pytest.mark.parametrize("counters", [False, True])
+def test_the_parent_never_blocks_sending_to_a_child_that_reads_nothing(counters):
+    """A worker sending a step too large for its slot through the socket reads nothing until
+    the parent reads that step; a parent blocked sending it a message (a credit, the device
+    graph's host pass) at that moment hung both. The parent's messages wait for room."""
+    import socket
+    import threading
+    from multiprocessing.connection import Connection
+
+    from ndd_capture._processes import _CREDIT, _MESSAGES, _Receiver
+
+    ours, theirs = socket.socketpair()
+    fd = os.memfd_create("ndd-test") if counters else -1
+    try:
+        r = _Receiver(Connection(ours.detach()), fd, 2, counters)
+        child = Connection(theirs.detach())
+        filled = 0
+        while r._room.poll(0):  # the child reads nothing: its socket fills up
+            r.conn.send_bytes(b"x" * 65536)
+            filled += 1
+        messages = [b"G" + b"spec" * 100, b"G"]
+        done = threading.Thread(target=lambda: [r.tell(m) for m in messages])
+        done.start()
+        done.join(timeout=5)
+        blocked = done.is_alive()
+        got = [child.recv_bytes() for _ in range(filled)]  # the child reads (frees a blocked tell too)
+        done.join(timeout=5)
+        assert not blocked, "tell() blocked on a child whose socket was full"
+        r._flush()
+        assert [child.recv_bytes() for _ in messages] == messages and len(got) == filled
+        if counters:
+            assert r.ctrl[_MESSAGES] == len(messages)  # counted once each was sent
+        else:
+            r._outbox.append((_CREDIT, False))
+            r._flush()
+            assert child.recv_bytes() == _CREDIT
+    finally:
+        if fd >= 0:
+            os.close(fd)

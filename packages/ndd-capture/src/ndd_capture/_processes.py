@@ -455,6 +455,12 @@ class _Receiver:
         # One poll object for the connection's life: Connection.poll builds a selector per call.
         self._poll = select.poll()
         self._poll.register(conn.fileno(), select.POLLIN)
+        # This side never blocks sending: a child may itself be blocked sending a step too large
+        # for its slot through the socket, and would wait for this side to read it (both
+        # stuck). What finds no room waits here, sent once there is (see _flush).
+        self._room = select.poll()
+        self._room.register(conn.fileno(), select.POLLOUT)
+        self._outbox: collections.deque[tuple[bytes, bool]] = collections.deque()
 
     def has_step(self) -> bool:
         """Whether the child's next step (or message) is there already."""
@@ -465,9 +471,17 @@ class _Receiver:
     def tell(self, msg: bytes) -> None:
         """Send the child a message: the device graph's host pass (b"G" + pickle, or b"G":
         none), or b"" (stop)."""
-        self.conn.send_bytes(msg)
-        if self.counters:
-            self.ctrl[_MESSAGES] += 1
+        self._outbox.append((msg, True))
+        self._flush()
+
+    def _flush(self) -> None:
+        """Send what waits in the outbox while the socket has room (a small message then goes
+        in whole: a stream socket is writable with most of its buffer free)."""
+        while self._outbox and self._room.poll(0):
+            msg, counted = self._outbox.popleft()
+            self.conn.send_bytes(msg)
+            if counted and self.counters:
+                self.ctrl[_MESSAGES] += 1
 
     def receive(self, proc: subprocess.Popen) -> tuple:
         """The child's next step, ``("ok", extra, vals)``, or what it said instead
@@ -485,9 +499,11 @@ class _Receiver:
                 msg = self._message()
                 if msg is not None:
                     return msg
+        self._flush()
         while not self._poll.poll(_POLL_S * 1000):
             if proc.poll() is not None:
                 return ("exited", proc.returncode)
+            self._flush()
         return self._message()
 
     def _wait(self, proc: subprocess.Popen) -> tuple | None:
@@ -498,11 +514,12 @@ class _Receiver:
         try:
             if ctrl[_MADE] > self.taken:
                 return None
-            if ctrl[_CHILD_WAITS]:  # it has not seen its credit yet
-                try:
-                    self.conn.send_bytes(_CREDIT)
-                except OSError:  # it parked: the socket says so
-                    pass
+            try:
+                self._flush()
+                if ctrl[_CHILD_WAITS] and not self._outbox and self._room.poll(0):  # it has not seen its
+                    self.conn.send_bytes(_CREDIT)  # credit yet: wake it (it also looks by itself)
+            except OSError:  # it parked: the socket says so
+                pass
             if self._poll.poll(_WAIT_S * 1000):
                 return self._message()
             if proc.poll() is not None and ctrl[_MADE] <= self.taken:
@@ -554,7 +571,8 @@ class _Receiver:
             self.ctrl[_TAKEN] = self.taken
         else:
             try:
-                self.conn.send_bytes(_CREDIT)
+                self._outbox.append((_CREDIT, False))
+                self._flush()
             except OSError:  # it parked meanwhile: its next message says so
                 pass
         return "ok", extra, vals
