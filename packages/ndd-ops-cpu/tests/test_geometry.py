@@ -328,6 +328,16 @@ def test_nearest_ties_read_the_pixel_whose_area_holds_the_point(rng):
         assert (out[0][:, 5] == 99).all()  # the point 6.0 is on the far edge: outside
 
 
+@pytest.mark.parametrize("interp", [types.INTERP_NN, types.INTERP_LINEAR])
+def test_warp_of_an_empty_image_is_refused_by_name(interp):
+    """An image with no rows or columns has nothing to sample (OpenCV failed an assertion)."""
+    b = ndd.batch([np.zeros((4, 5, 3), np.uint8), np.zeros((0, 5, 3), np.uint8)])
+    with raises(ValueError, r"Operator `warp_affine`: sample 1 is an empty image \(0x5 pixels\)"):
+        ndd.warp_affine(b, matrix=[1, 0, 0, 0, 1, 0], size=(3, 4), interp_type=interp).evaluate()
+    with raises(ValueError, r"Operator `rotate`: sample 1 is an empty image"):
+        ndd.rotate(b, angle=10.0, interp_type=interp).evaluate()
+
+
 def test_warp_to_an_empty_size(rng):
     """A zero output extent gives an empty image (OpenCV would take an empty size for the
     input's)."""

@@ -150,6 +150,14 @@ def test_warp_to_an_empty_size(size):
         assert [r.shape for r in ref] == [g.shape for g in got] == [size + (3,)] * 2
 
 
+@pytest.mark.parametrize("interp", [NN, DALIInterpType.INTERP_LINEAR])
+def test_warp_of_an_empty_image_is_refused_by_name(interp):
+    b = batch([np.zeros((4, 5, 3), np.uint8), np.zeros((0, 5, 3), np.uint8)]).gpu()
+    with pytest.raises(ValueError) as info:
+        ndd.warp_affine(b, matrix=(1, 0, 0, 0, 1, 0), size=(3, 4), interp_type=interp).evaluate()
+    assert "sample 1 is an empty image (0x5 pixels)" in f"{info.value} | {info.value.__cause__}"
+
+
 def test_rotate_two_channels_like_one():
     """Two-channel uint8 images warp as their channels do one by one (OpenCV's own 2-channel
     path interpolates on a coarser grid, up to 5 levels off)."""

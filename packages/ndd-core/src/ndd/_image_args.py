@@ -355,8 +355,30 @@ def warp_size(op: str, args: KernelArgs, i: int) -> tuple[int, int] | None:
     return int(round(size[0])), int(round(size[1]))
 
 
+def warp_fill(fill: float | None, dtype: np.dtype) -> Any:
+    """The fill value of ``rotate`` / ``warp_affine`` as OpenCV stores it in an image of
+    ``dtype`` (uint8: rounded half to even and saturated, NaN as 0; OpenCV's own conversion
+    of a value beyond int32 wraps), which both devices fill with."""
+    if fill is None:
+        return dtype.type(0)
+    if dtype == np.uint8:
+        f = float(fill)
+        if f != f:  # NaN
+            return np.uint8(0)
+        return np.uint8(min(max(round(f), 0), 255) if abs(f) < 1e9 else (255 if f > 0 else 0))  # half to even
+    return dtype.type(fill)
+
+
+def _check_not_empty(op: str, in_hw: Any) -> None:
+    for i, (h, w) in enumerate(in_hw):
+        if h == 0 or w == 0:
+            raise ValueError(f"Operator `{op}`: sample {i} is an empty image ({h}x{w} pixels): "
+                             f"there is nothing to sample")
+
+
 def rotate_params(op: str, args: KernelArgs, in_hw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(matrices (n, 2, 3), output sizes (n, 2))`` of ``rotate`` for input sizes ``in_hw``."""
+    _check_not_empty(op, in_hw)
     n = len(in_hw)
     angles = np.asarray(args.per_sample("angle"), np.float64).reshape(n)
     if args["keep_size"]:
@@ -392,6 +414,7 @@ def warp_affine_params(op: str, args: KernelArgs, mtx: Any, in_hw: Sequence[tupl
                        ) -> tuple[np.ndarray, np.ndarray]:
     """``(output-to-input matrices (n, 2, 3), output sizes (n, 2))`` of ``warp_affine``;
     ``mtx`` is the optional matrix input (a BatchData of host arrays) or None."""
+    _check_not_empty(op, in_hw)
     if mtx is not None and args["matrix"] is not None:
         raise ValueError(f"Operator `{op}`: give the matrix either as argument 'matrix' or as the 'mtx' "
                          "input, not both")

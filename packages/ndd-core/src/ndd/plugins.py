@@ -67,6 +67,7 @@ from ._image_args import (
     spatial_axes,
     type_range,
     warp_affine_params,
+    warp_fill,
     warp_size,
     windows_per_sample,
 )
@@ -99,7 +100,7 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "reflect101", "resize_filters", "resize_plan", "resize_plans", "ResizePlan", "RESIZE_FILTER_ARGS", "RESIZE_SIZE_ARGS", "rotate_params",
            "rotated_size", "rotation_matrices", "sample_floats", "shaped_param", "shared_args", "slice_box",
            "spatial_axes",
-           "type_range", "warp_affine_params", "warp_size", "windows_per_sample",
+           "type_range", "warp_affine_params", "warp_fill", "warp_size", "windows_per_sample",
            # ... and by the per-pixel kernels (_pixel_args)
            "ColorConversion", "GRAY_WEIGHTS", "color_conversion", "erase_axes", "erase_fill", "erase_regions",
            "lookup_indices", "lookup_table_array", "x86_cast",

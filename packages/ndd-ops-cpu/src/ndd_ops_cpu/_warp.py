@@ -54,6 +54,7 @@ from ndd.plugins import (
     check_hw_layout,
     rotate_params,
     warp_affine_params,
+    warp_fill,
 )
 from ndd.types import DALIInterpType
 
@@ -78,19 +79,6 @@ def _cv_mats(m: np.ndarray) -> np.ndarray:
     out = np.array(m, np.float64)
     out[:, :, 2] = m[:, :, :2] @ [0.5, 0.5] + m[:, :, 2] - 0.5
     return out
-
-
-def _fill_scalar(fill: float | None, dtype: np.dtype) -> Any:
-    """The fill value as OpenCV stores it in an image of ``dtype`` (uint8: rounded half to
-    even and saturated, like ``saturate_cast``)."""
-    if fill is None:
-        return dtype.type(0)
-    if dtype == np.uint8:
-        f = float(fill)
-        if f != f:  # NaN
-            return np.uint8(0)
-        return np.uint8(min(max(round(f), 0), 255) if abs(f) < 1e9 else (255 if f > 0 else 0))  # half to even
-    return dtype.type(fill)
 
 
 @functools.lru_cache(maxsize=16)
@@ -130,7 +118,7 @@ def _mosaic_warp(imgs: np.ndarray, mats: np.ndarray, out_hw: tuple[int, int], in
     th, tw = h + pad, w + pad
     g = int(np.ceil(np.sqrt(n)))
     r = -(-n // g)
-    fv = _fill_scalar(fill, imgs.dtype)
+    fv = warp_fill(fill, imgs.dtype)
     mos = np.full((r * th, g * tw) + ch, fv, imgs.dtype)
     v = mos.reshape((r, th, g, tw) + ch)
     full = n // g
@@ -216,8 +204,6 @@ def _warp_nearest(src: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], fill:
     in float32, then :func:`_nn_round`; one gather."""
     oh, ow = out_hw
     h, w = src.shape[:2]
-    if h == 0 or w == 0:
-        return np.full((oh, ow) + src.shape[2:], _fill_scalar(fill, src.dtype), src.dtype)
     m32 = m.astype(np.float32)
     ys = np.arange(oh, dtype=np.float32)[:, None]
     xs = np.arange(ow, dtype=np.float64)[None, :]
@@ -225,7 +211,7 @@ def _warp_nearest(src: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], fill:
                          + xs * np.float64(m32[k, 0])).astype(np.float32)) for k in (0, 1))
     out = src[np.clip(iy, 0, h - 1).astype(np.intp), np.clip(ix, 0, w - 1).astype(np.intp)]
     if fill is not None:
-        out[(ix < 0) | (ix >= w) | (iy < 0) | (iy >= h)] = _fill_scalar(fill, src.dtype)
+        out[(ix < 0) | (ix >= w) | (iy < 0) | (iy >= h)] = warp_fill(fill, src.dtype)
     return out
 
 
@@ -239,7 +225,7 @@ def _warp(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], interp: Any, 
     if fill is None:
         border, value = cv2.BORDER_REPLICATE, 0
     else:  # as the image stores it (passed raw, OpenCV wraps a huge uint8 fill through int)
-        border, value = cv2.BORDER_CONSTANT, (float(_fill_scalar(fill, src.dtype)),) * 4
+        border, value = cv2.BORDER_CONSTANT, (float(warp_fill(fill, src.dtype)),) * 4
     mc = _to_cv(m)
     size = (out_hw[1], out_hw[0])
     if interp == DALIInterpType.INTERP_NN:

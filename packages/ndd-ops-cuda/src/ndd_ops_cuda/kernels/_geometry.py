@@ -48,6 +48,7 @@ from ndd.plugins import (
     shared_args,
     spatial_axes,
     warp_affine_params,
+    warp_fill,
 )
 from ndd.types import DALIInterpType
 
@@ -276,6 +277,9 @@ def _affine_grid(theta: torch.Tensor, n: int, oh: int, ow: int, stream: Any) -> 
     return torch.bmm(base, theta.transpose(1, 2)).view(n, oh, ow, 2)
 
 
+_U8, _F32 = np.dtype(np.uint8), np.dtype(np.float32)
+
+
 def _warp_matrices(mats: np.ndarray, in_hw: tuple[int, int], out_hw: tuple[int, int], interp: Any) -> np.ndarray:
     """What the device warp takes, float32 (n, 2, 3) (NumPy rounds like torch's cast: one
     upload, no cast kernel): ``affine_grid`` matrices, or for NN OpenCV's pixel-centre ones."""
@@ -291,17 +295,6 @@ def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], inte
     """Warp (n, H, W[, C]) with output-to-input matrices (n, 2, 3) to (n, oh, ow[, C])."""
     theta = upload(_warp_matrices(mats, tuple(x.shape[1:3]), out_hw, interp), x.device)
     return _warp_theta(x, theta, out_hw, interp, fill, dt, stream)
-
-
-def _fill_as(fill: float, u8: bool) -> float:
-    """The fill value as OpenCV stores it in the image: uint8 rounded half to even and
-    saturated (NaN as 0, as the CPU kernel's ``_fill_scalar``)."""
-    f = float(fill)
-    if not u8:
-        return f
-    if f != f:
-        return 0.0
-    return float(min(max(round(f), 0), 255)) if abs(f) < 1e9 else (255.0 if f > 0 else 0.0)
 
 
 def _warp_nearest(x: torch.Tensor, mc: torch.Tensor, out_hw: tuple[int, int], fill: float | None,
@@ -323,14 +316,14 @@ def _warp_nearest(x: torch.Tensor, mc: torch.Tensor, out_hw: tuple[int, int], fi
     inside = None
     if fill is not None:
         inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-    ix = ix.clamp_(0, max(w - 1, 0)).long()
-    iy = iy.clamp_(0, max(h - 1, 0)).long()
+    ix = ix.clamp_(0, w - 1).long()
+    iy = iy.clamp_(0, h - 1).long()
     u8 = x.dtype == torch.uint8 and dt == torch.uint8
     src = x if u8 else as_float(x)
     out = src[torch.arange(n, device=dev).view(n, 1, 1), iy, ix]  # (n, oh, ow[, C])
     if inside is not None:
         mask = inside.view(inside.shape + (1,) * (out.ndim - 3))
-        out = torch.where(mask, out, torch.tensor(_fill_as(fill, u8), dtype=out.dtype, device=dev))
+        out = torch.where(mask, out, torch.tensor(float(warp_fill(fill, _U8 if u8 else _F32)), dtype=out.dtype, device=dev))
     return out.contiguous() if u8 else cast_to(out, dt)
 
 
@@ -355,7 +348,7 @@ def _warp_theta(x: torch.Tensor, theta: torch.Tensor, out_hw: tuple[int, int], i
     u8 = x.dtype == torch.uint8 and dt == torch.uint8  # (a float output is computed from float input)
     if src.shape[1] > c:
         # The fill's share of each pixel, none inside the image (a NaN fill stays outside it).
-        f, m = _fill_as(fill, u8), out[:, c:]
+        f, m = float(warp_fill(fill, _U8 if u8 else _F32)), out[:, c:]
         out = out[:, :c] + torch.where(m < 1, f * (1 - m), 0.0)
     out = out.permute(0, 2, 3, 1)
     out = out[..., 0] if gray else out
