@@ -66,9 +66,9 @@ def test_reader_class_in_main_runs_on_threads(lmdb_path, tmp_path):
 
 
 @pytest.mark.parametrize("counters", sorted({_SHARED_COUNTERS, False}))  # both links where the CPU allows
-def test_steps_that_outgrow_their_shared_memory_slot_take_the_socket(tmp_path, monkeypatch, counters):
+def test_steps_that_outgrow_their_shared_memory_slot(tmp_path, monkeypatch, counters):
     """The slots are sized by the first step; later steps of larger images no longer fit
-    and travel through the socket, in order, with the same results as eager mode."""
+    (their slots grow), and come back in order with the same results as eager mode."""
     import cv2
 
     from ndd_capture import _processes
@@ -389,14 +389,19 @@ def _assert_same_values(out, vals):
     assert out[2][0].samples[0] == np.array("text")
 
 
+@pytest.mark.parametrize("slot_max", [1 << 30, 100_000], ids=["grown", "socket"])
 @pytest.mark.parametrize("link_pair", list(_LINKS), indirect=True)
-def test_step_transport_round_trip(link_pair):
+def test_step_transport_round_trip(link_pair, slot_max, monkeypatch):
     """A worker's step values come back equal: dense batches, ragged and same-shape sample
     lists (cut into samples only when read), other values (pickled), and a step too large
-    for its shared-memory slot (sized by the first step), which takes the socket. The slot
-    is reused, so each step must come back as a fresh copy."""
+    for its shared-memory slot (sized by the first step), which grows the slot, or takes
+    the socket when over _SLOT_MAX_BYTES. The slot is reused, so each step must come back
+    as a fresh copy."""
     import threading
 
+    from ndd_capture import _processes as P
+
+    monkeypatch.setattr(P, "_SLOT_MAX_BYTES", slot_max)
     rec, link = link_pair(slots=1)
     rng = np.random.default_rng(0)
     steps = [_step_values(rng), _step_values(rng), _step_values(rng, big=True), _step_values(rng)]
@@ -414,6 +419,9 @@ def test_step_transport_round_trip(link_pair):
     for k, (msg, vals) in enumerate(zip(got, steps)):
         assert msg[0] == "ok" and msg[1] == ("extra", k)
         _assert_same_values(msg[2], vals)
+    if link.fd >= 0:  # the large step grew the slot, or went through the socket
+        assert (link.regions[0][1] > 4 * 100_000) == (slot_max > 100_000)
+        assert rec.mem is not None and len(rec.mem) == link.data_bytes
 
 
 @pytest.mark.parametrize("link_pair", list(_LINKS), indirect=True)
@@ -441,15 +449,17 @@ def test_a_worker_computes_no_further_ahead_than_its_slots(link_pair):
     t.join(2)
 
 
-def test_a_step_on_the_socket_after_a_wake_up_left_there():
+def test_a_step_on_the_socket_after_a_wake_up_left_there(monkeypatch):
     """Counter mode: a wake-up the parent no longer needed stays on the socket; a later
-    step too large for its slot follows it there, and the parent reads past the wake-up."""
+    step too large for shared memory follows it there, and the parent reads past the wake-up."""
     import socket
     import threading
     from multiprocessing.connection import Connection
 
     from ndd._storage import BatchData
     from ndd_capture import _processes as P
+
+    monkeypatch.setattr(P, "_SLOT_MAX_BYTES", 100_000)
 
     a, b = socket.socketpair()  # its buffer holds the large step: the child does not block
     parent, child = Connection(a.detach()), Connection(b.detach())
@@ -458,7 +468,7 @@ def test_a_step_on_the_socket_after_a_wake_up_left_there():
     link = P._ChildLink(child, os.dup(fd), 1, True, 5.0, None)
     try:
         small = {0: [BatchData(dense=np.arange(8, dtype=np.int32))]}
-        big = {0: [BatchData(dense=np.arange(40_000, dtype=np.int32))]}  # 160 KB: more than the slot
+        big = {0: [BatchData(dense=np.arange(40_000, dtype=np.int32))]}  # 160 KB: over the limit
         rec.ctrl[P._PARENT_WAITS] = 1  # as if the parent were waiting: the child sends a wake-up
         assert link.take()
         link.publish("small", small)

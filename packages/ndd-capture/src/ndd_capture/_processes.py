@@ -206,8 +206,10 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
 # memfd_create): control words, then one slot per step in flight, which holds the step's
 # pickled header (the reader's state; each batch's kind, dtype and shapes) and the raw bytes
 # of each array (a ragged batch's samples concatenated into one buffer). The parent copies
-# a slot out into fresh arrays. A step that does not fit its slot, and every step where
-# there is no memfd_create, goes through the socket instead. (Pickling the arrays
+# a slot out into fresh arrays. The first step sizes every slot (twice its bytes); a later
+# step that does not fit its slot gets a new region, twice its size, at the end of the file
+# (the old one is left unused: the regions at most double the memory). A step larger than
+# _SLOT_MAX_BYTES, and every step where there is no memfd_create, goes through the socket. (Pickling the arrays
 # themselves cost ~360 µs a step on the MNIST-like loop, the socket ~190 µs, shared memory
 # ~86 µs.)
 #
@@ -225,8 +227,11 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
 # load overtake an earlier store), which loses that byte (rarely, at a cost of one timeout).
 SHARED_COUNTERS = platform.machine().lower() in ("x86_64", "amd64")
 # Control words (int64) at the start of the file, each written by one side only.
-_MADE, _TAKEN, _PARENT_WAITS, _CHILD_WAITS, _MESSAGES, _SLOT_BYTES = range(6)
-_SLOT_WORDS = 8  # then two words per slot: its header's bytes (-1: on the socket), its data's bytes
+_MADE, _TAKEN, _PARENT_WAITS, _CHILD_WAITS, _MESSAGES, _DATA_BYTES = range(6)  # _DATA_BYTES: after them
+# Then three words per slot: its header's bytes (-1: on the socket), its data's bytes, and
+# where its region starts (bytes after the control words).
+_SLOT_WORDS, _PER_SLOT = 8, 3
+_SLOT_MAX_BYTES = 256 << 20  # a step larger than this goes through the socket (see above)
 _WAKE = b"!"  # child to parent: a step is published (the parent was waiting for it)
 _CREDIT = b"+"  # parent to child: a credit (socket mode); a wake-up (counter mode)
 _WAIT_S = 0.01  # a waiting side looks at the counts again after this long (counter mode)
@@ -238,7 +243,7 @@ _SELECT_FDS = 1024  # select() takes descriptors below this (FD_SETSIZE)
 def _control_bytes(slots: int) -> int:
     """Bytes of the control words, rounded up so that the slots can be mapped after them."""
     grain = mmap.ALLOCATIONGRANULARITY
-    return -(-(_SLOT_WORDS + 2 * slots) * 8 // grain) * grain
+    return -(-(_SLOT_WORDS + _PER_SLOT * slots) * 8 // grain) * grain
 
 
 def _pack(bd: BatchData) -> tuple[tuple, np.ndarray | None]:
@@ -313,7 +318,8 @@ class _ChildLink:
         self.credit = 0  # credits received and not used (socket mode)
         self.seen = 0  # the parent's messages read (counter mode)
         self.last_wait = 0.0  # seconds the last wait for credit took (counter mode)
-        self.slot_bytes = 0
+        self.regions: list[tuple[int, int]] = []  # each slot's (start, bytes) after the control words
+        self.data_bytes = 0  # the file's bytes after the control words
         self.mem: mmap.mmap | None = None
         self.ctrl_mem, self.ctrl = _control(fd, slots) if fd >= 0 else (None, None)
         self._poll = select.poll()
@@ -409,7 +415,7 @@ class _ChildLink:
                 self.conn.send_bytes(_WAKE)
             return
         if ctrl is not None:
-            ctrl[_SLOT_WORDS + 2 * s] = -1
+            ctrl[_SLOT_WORDS + _PER_SLOT * s] = -1
         self.conn.send(("ok", extra, heads))
         for b in bufs:
             self.conn.send_bytes(b)
@@ -418,26 +424,44 @@ class _ChildLink:
             ctrl[_MADE] = self.made
 
     def _write(self, s: int, head: bytes, bufs: list[np.ndarray]) -> bool:
-        """Copy the header and ``bufs`` into slot ``s``; False if they do not fit."""
+        """Copy the header and ``bufs`` into slot ``s`` (growing it if they do not fit);
+        False if they are larger than _SLOT_MAX_BYTES."""
         room = -(-len(head) // 64) * 64  # the data starts aligned after the header
         total = room + sum(b.size for b in bufs)
-        if self.mem is None:
-            self.slot_bytes = max(1 << 16, (2 * total + 4095) & ~4095)  # twice the first step, in pages
-            control = _control_bytes(self.slots)
-            os.ftruncate(self.fd, control + self.slots * self.slot_bytes)
-            self.mem = mmap.mmap(self.fd, self.slots * self.slot_bytes, offset=control)
-            self.ctrl[_SLOT_BYTES] = self.slot_bytes
-        if total > self.slot_bytes:
-            return False
-        base = s * self.slot_bytes
+        if not self.regions or total > self.regions[s][1]:
+            if total > _SLOT_MAX_BYTES:
+                return False
+            self._grow(s, max(1 << 16, (2 * total + 4095) & ~4095))  # twice the step, in pages
+        base = self.regions[s][0]
+        assert self.mem is not None and self.ctrl is not None
         self.mem[base:base + len(head)] = head
         at = base + room
         for b in bufs:
             self.mem[at:at + b.size] = b
             at += b.size
-        self.ctrl[_SLOT_WORDS + 2 * s] = len(head)
-        self.ctrl[_SLOT_WORDS + 2 * s + 1] = total - room
+        w = _SLOT_WORDS + _PER_SLOT * s
+        self.ctrl[w] = len(head)
+        self.ctrl[w + 1] = total - room
         return True
+
+    def _grow(self, s: int, size: int) -> None:
+        """Give slot ``s`` (every slot, on the first step) a region of ``size`` bytes at the
+        end of the file, and map the file again. Only the child writes the regions' words;
+        the parent reads a slot's start with its step and maps the file again if needed."""
+        grown = range(self.slots) if not self.regions else [s]
+        if not self.regions:
+            self.regions = [(0, 0)] * self.slots
+        for k in grown:
+            self.regions[k] = (self.data_bytes, size)
+            self.data_bytes += size
+        os.ftruncate(self.fd, _control_bytes(self.slots) + self.data_bytes)
+        if self.mem is not None:
+            self.mem.close()  # nothing holds a view of it: writes go through slices
+        self.mem = mmap.mmap(self.fd, self.data_bytes, offset=_control_bytes(self.slots))
+        assert self.ctrl is not None
+        self.ctrl[_DATA_BYTES] = self.data_bytes
+        for k in grown:
+            self.ctrl[_SLOT_WORDS + _PER_SLOT * k + 2] = self.regions[k][0]
 
 
 class _Receiver:
@@ -493,7 +517,7 @@ class _Receiver:
                 if msg is not None:
                     return msg
             s = self.taken % self.slots
-            if ctrl[_SLOT_WORDS + 2 * s] >= 0:
+            if ctrl[_SLOT_WORDS + _PER_SLOT * s] >= 0:
                 return self._from_slot(s)
             while True:  # the step went through the socket, after any wake-ups left there
                 msg = self._message()
@@ -548,13 +572,14 @@ class _Receiver:
 
     def _from_slot(self, s: int) -> tuple:
         ctrl = self.ctrl
-        if self.mem is None:
-            self.mem = mmap.mmap(self.fd, self.slots * int(ctrl[_SLOT_BYTES]), offset=_control_bytes(self.slots))
-        base = s * int(ctrl[_SLOT_BYTES])
-        head = int(ctrl[_SLOT_WORDS + 2 * s])
+        w = _SLOT_WORDS + _PER_SLOT * s
+        head, size, base = int(ctrl[w]), int(ctrl[w + 1]), int(ctrl[w + 2])
+        end = base + -(-head // 64) * 64 + size
+        if self.mem is None or len(self.mem) < end:  # the first step, or the child grew the file
+            # The old mapping goes with its last reference: a copy below holds no view of it.
+            self.mem = mmap.mmap(self.fd, int(ctrl[_DATA_BYTES]), offset=_control_bytes(self.slots))
         extra, heads = pickle.loads(self.mem[base:base + head])
-        at = base + -(-head // 64) * 64
-        step = np.frombuffer(self.mem, np.uint8, int(ctrl[_SLOT_WORDS + 2 * s + 1]), at).copy()  # one copy
+        step = np.frombuffer(self.mem, np.uint8, size, end - size).copy()  # one copy
         at = 0
 
         def read(n: int) -> np.ndarray:
