@@ -48,7 +48,7 @@ def graph_of(reader):
     from ndd_capture._device_graph import DeviceGraph
 
     worker = reader._capture_loop.worker
-    compute = worker._thread._compute if hasattr(worker, "_thread") else worker._compute
+    compute = worker._compute
     return getattr(compute, "__self__", None) if isinstance(getattr(compute, "__self__", None), DeviceGraph) \
         else None
 

@@ -210,11 +210,16 @@ def test_a_corrupt_record_fails_the_same_way_in_a_split_pipeline(tmp_path):
             body(True)
     finally:
         ndd.capture.set_worker_processes(None)
-    root = eager.value
-    while root.__cause__ is not None:  # eager mode wraps it ("An error happened during asynchronous execution")
-        root = root.__cause__
-    # record 13 is sample 5 of the second batch; capture mode raises the error itself
-    assert str(captured.value) == str(root)
+    def root(e):  # eager mode wraps it ("An error happened during asynchronous execution")
+        while e.__cause__ is not None:
+            e = e.__cause__
+        return e
+
+    # record 13 is sample 5 of the second batch; capture mode runs that step's calls eagerly
+    # (the worker process could not compute it), and raises the same error, where eager mode does
+    assert type(captured.value) is type(eager.value) and str(captured.value) == str(eager.value)
+    assert str(root(captured.value)) == str(root(eager.value))
+    root = root(eager.value)
     assert str(root).startswith(f"Operator `decoders.image`: cannot decode sample 5 (read from {tmp_path}: record 13 "
                                 "(key ") and "corrupt or truncated JPEG" in str(root)
 

@@ -40,7 +40,7 @@ from ndd.random._rng import LIVE_RNGS, RNG, get_default_rng
 
 from ._device_graph import DeviceGraph
 from ._invariant import is_invariant, unwrap_invariants
-from ._pipeline import END, Failure, Worker
+from ._pipeline import END, EagerStep, Failure, Worker
 from ._processes import OnLoopThread, ProcessWorker, SplitWorker, graph_spec
 from ._report import CaptureReport, Fallback, SiteRecord
 from ._source_analysis import analyze_call
@@ -593,6 +593,7 @@ class CaptureLoop:
             if isinstance(raw, Batch) or not _same_value(raw, val):
                 return self._fallback(schema, inputs, kwargs, rec, "NDD-C203",
                                       f"{label} changed from {val!r} to {raw!r}")
+        outs = self.current.get(node.id)
         if node.rng is not None:
             rng = unwrap_invariants(kwargs.get("rng")) or get_default_rng()
             if rng is not node.rng:
@@ -606,9 +607,16 @@ class CaptureLoop:
             if rng._version != tr.version or rng._draws != expect:
                 self._teardown("rng")
                 raise RuntimeError(RNG_ERROR)
-            rng._skip(7)  # advance(7) without its argument check
+            if outs is not None:
+                rng._skip(7)  # advance(7) without its argument check (an eager call draws itself)
+        if outs is None:  # a step the pipeline could not compute (EagerStep): as in eager mode
+            rec.eager += 1
+            result = invoke(schema, tuple(unwrap_invariants(x) for x in inputs),
+                            {k: unwrap_invariants(v) for k, v in kwargs.items()})
+            got = result if isinstance(result, tuple) else (result,)
+            wrapped = tuple(_captured(o, (node.id, k), step) for k, o in enumerate(got))
+            return wrapped if isinstance(result, tuple) else wrapped[0]
         rec.replayed += 1
-        outs = self.current[node.id]
         if node.n_out == 1:
             return _from_data(outs[0], node.out_meta[0], node.device, self.batch_size, (node.id, 0), step)
         return tuple(_from_data(bd, m, node.device, self.batch_size, (node.id, k), step)
@@ -682,8 +690,9 @@ class CaptureLoop:
             node.inputs = [s if s is None or s[0] == "ref" else ("data", _broadcast(s[1], self.batch_size))
                            for s in node.inputs]
 
-    def compute(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[BatchData]]]:
-        """Worker side: run every node for the ``k``-th step after the worker started."""
+    def compute(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[BatchData]]] | EagerStep:
+        """Worker side: run every node for the ``k``-th step after the worker started (an
+        :class:`EagerStep` if one fails)."""
         extra, outs = item
         src, _ = _flatten(outs)
         vals: dict[int, list[BatchData]] = {0: [b._batch_data() for b in src]}
@@ -694,7 +703,10 @@ class CaptureLoop:
                 raise RuntimeError("A source was exhausted before the iteration ended") from None
             flat, _ = _flatten(es._convert(fed, self.batch_size))
             vals[self.feeder_ids[id(es)]] = [b._batch_data() for b in flat]
-        self._run_nodes(self.nodes, vals, k)
+        try:
+            self._run_nodes(self.nodes, vals, k)
+        except Exception:  # noqa: BLE001 - the body's eager call raises it, if the body makes that call
+            return EagerStep(extra, outs, {nid: v for nid, v in vals.items() if nid <= 0})
         return extra, outs, vals
 
     def compute_device_part(self, item: Any, k: int) -> tuple[Any, Any, dict[int, list[BatchData]]]:
@@ -1110,6 +1122,9 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             return
         if direct:
             (extra, outs), vals = item, None
+        elif type(item) is EagerStep:
+            extra, outs, vals = item.extra, item.outs, item.vals
+            loop.report.eager_steps += 1
         else:
             extra, outs, vals = item
         ep = extra[0]
@@ -1217,7 +1232,11 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
                     finished = True
                     _print_report(loop)
                     return
-                extra, outs, vals = item
+                if type(item) is EagerStep:
+                    extra, outs, vals = item.extra, item.outs, item.vals
+                    loop.report.eager_steps += 1
+                else:
+                    extra, outs, vals = item
             es._role, es._owner = ROOT, loop
             tracing = loop.step < 0
             loop.tracing = tracing

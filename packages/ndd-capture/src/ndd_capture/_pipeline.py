@@ -36,6 +36,27 @@ class Failure:
         self.extra = extra
 
 
+class EagerStep:
+    """A step the pipeline read but could not compute (a captured call failed on it, say on a
+    record that does not decode). The loop hands its batch to the body as usual, and the
+    body's calls run as in eager mode: the failing call raises where eager mode raises it,
+    the body may catch it, and a body that does not make that call on this step goes on.
+    ``vals`` holds the source's values (key 0) and the feeders' (negative keys)."""
+
+    __slots__ = ("extra", "outs", "vals")
+
+    def __init__(self, extra: Any, outs: Any, vals: dict) -> None:
+        self.extra = extra
+        self.outs = outs
+        self.vals = vals
+
+    @classmethod
+    def of(cls, item: tuple) -> EagerStep:
+        """The step ``(extra, outs, vals)`` of a split pipeline, to run eagerly."""
+        extra, outs, vals = item
+        return cls(extra, outs, {0: vals[0]})
+
+
 END = object()  # the source is exhausted
 
 

@@ -49,7 +49,7 @@ from ndd._batch import Batch
 from ndd._device import CPU
 from ndd._storage import BatchData, LazyBatchData
 
-from ._pipeline import Failure, Worker
+from ._pipeline import EagerStep, Failure, Worker
 
 _POLL_S = 0.1
 # A worker process waiting this long for the loop to consume its results exits ("parks");
@@ -124,6 +124,21 @@ def node_calls(nodes: list, rngs: dict, vals: dict, k: int) -> Iterator[tuple]:
         yield key, plan, ins, batch_args, state, stage
 
 
+# Key of a step's values that a worker process could not compute (a captured call failed on
+# its data): only the source's values come, with each sample's file or record (the names
+# its errors give in the loop's process, where the step runs eagerly).
+EAGER = ("eager",)
+
+
+def _origins(src: list[BatchData]) -> list[BatchData]:
+    """What the reader's batch says of each sample's file or record, as one array of text
+    (a reader's outputs share one origin); none when it says nothing."""
+    bd = next((b for b in src if b.origin is not None), None)
+    if bd is None:
+        return []
+    return [BatchData(dense=np.array([bd.origin(i) for i in range(len(bd))]))]
+
+
 def run_step(nodes: list, rngs: dict, src: list, k: int) -> dict:
     """Compute every node for step ``k``; a staged node's host stage goes under the key
     ``("staged", id)``."""
@@ -182,9 +197,13 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
             step_extra = extra
             flat, _ = _flatten(outs)
             src = [b._batch_data() for b in flat]
-            vals = run_step(spec["nodes"], spec["rngs"], src, k)
-            if link.graph is not None:
-                worker_host_pass(link.graph, vals, k)
+            try:
+                vals = run_step(spec["nodes"], spec["rngs"], src, k)
+            except Exception:  # noqa: BLE001 - the loop's process runs this step eagerly (EagerStep)
+                vals = {0: src, EAGER: _origins(src)}
+            else:
+                if link.graph is not None:
+                    worker_host_pass(link.graph, vals, k)
             link.publish(extra, vals)
             step_extra = None
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
@@ -688,6 +707,12 @@ class ProcessWorker:
         self._next += 1
         outs = self._rebuild([Batch._wrap(bd, m.dtype, m.layout, CPU, m.ndim, self._batch_size)
                               for bd, m in zip(vals[0], self._meta)])
+        if EAGER in vals:
+            if vals[EAGER]:  # the samples' files or records, for the errors of the eager calls
+                origin = vals[EAGER][0].dense.tolist().__getitem__
+                for bd in vals[0]:
+                    bd.origin = origin
+            return EagerStep(extra, outs, {0: vals[0]})
         return extra, outs, vals
 
     def set_graph_host(self, payload: bytes | None) -> None:
@@ -736,7 +761,16 @@ class SplitWorker:
 
     def __init__(self, processes: ProcessWorker, compute: Any, depth: int) -> None:
         self._processes = processes
-        self._thread = Worker(_host_steps(processes), compute, depth, 1)
+        self._compute = compute
+
+        def step(item: Any, k: int) -> Any:
+            if type(item) is EagerStep:  # the processes could not compute it: nor can this part
+                return item
+            try:
+                return compute(item, k)
+            except Exception:  # noqa: BLE001 - the body's eager call raises it, if the body makes that call
+                return EagerStep.of(item)
+        self._thread = Worker(_host_steps(processes), step, depth, 1)
 
     def get(self) -> Any:
         return self._thread.get()
@@ -769,26 +803,29 @@ class OnLoopThread:
         item = self._processes.get()
         if isinstance(item, Failure):
             return item
+        if type(item) is EagerStep:  # (it takes a step's place: its random values are the body's)
+            self._k += 1
+            return item
         k = self._k
         n = self._graph.group_size() if self._graph is not None else 1
         if n == 1:
             self._k += 1
             try:
                 return self._compute(item, k)
-            except BaseException as e:  # noqa: BLE001 - delivered to the loop, like the other workers'
-                return Failure(e, item[0])
+            except Exception:  # noqa: BLE001 - the body's eager call raises it, if the body makes that call
+                return EagerStep.of(item)
         items, tail = [item], None
         while len(items) < n:
             item = self._processes.get()
-            if isinstance(item, Failure):
+            if isinstance(item, (Failure, EagerStep)):
                 tail = item  # handed out after the steps before it
                 break
             items.append(item)
-        self._k += len(items)
+        self._k += len(items) + (type(tail) is EagerStep)
         try:
             self._ready.extend(self._graph.compute_group(items, k))
-        except BaseException as e:  # noqa: BLE001 - delivered to the loop, like the other workers'
-            self._ready.append(Failure(e, items[0][0]))
+        except Exception:  # noqa: BLE001 - which step failed is not known: each runs eagerly
+            self._ready.extend(EagerStep.of(it) for it in items)
         if tail is not None:
             self._ready.append(tail)
         return self._ready.popleft()

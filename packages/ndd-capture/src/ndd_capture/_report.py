@@ -95,6 +95,9 @@ class CaptureReport:
     # the training back; when it never does, the training step is what bounds the loop.
     waits: int = 0
     waited_s: float = 0.0
+    # Steps the pipeline could not compute (a captured call failed on their data), whose calls
+    # ran as in eager mode instead (ours).
+    eager_steps: int = 0
 
     def waited(self, seconds: float) -> None:
         """Count one step the loop waited ``seconds`` for (called by the pipeline)."""
@@ -113,7 +116,9 @@ class CaptureReport:
                 + (f"; the loop waited for it on {self.waits} step{'' if self.waits == 1 else 's'} "
                    f"({self.waited_s:.2f} s)" if self.worker else "")
                 + (f"; device graph: {g.replayed} steps replayed, {g.kernel_by_kernel} kernel by kernel"
-                   if g is not None else ""))
+                   if g is not None else "")
+                + (f"; {self.eager_steps} step{'' if self.eager_steps == 1 else 's'} run eagerly after a "
+                   "pipeline error" if self.eager_steps else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +127,7 @@ class CaptureReport:
             "worker": self.worker,
             "waits": self.waits,
             "waited_s": self.waited_s,
+            "eager_steps": self.eager_steps,
             "device_graph": None if self.device_graph is None else asdict(self.device_graph),
             "summary": self.summary(),
             "sites": [asdict(s) for s in self.sites],
