@@ -69,7 +69,7 @@ def test_deserialize_stringifies_states():
 
 
 # -- save / load -----------------------------------------------------------------------------
-@pytest.mark.parametrize("pattern", ["ckpt_{seq:04d}.json", "deep/er/run-{seq}.ckpt"])
+@pytest.mark.parametrize("pattern", ["ckpt_{seq:04d}.json", "deep/er/run-{seq}.ckpt", "c{seq:d}", "c{seq:010}"])
 def test_save_and_load(tmp_path, pattern):
     pattern = str(tmp_path / pattern)
     rng = RNG(1)
@@ -125,6 +125,11 @@ def test_load_without_match(tmp_path):
     ("ckpt_{rank}_{seq}.json", "Unsupported field {rank} in checkpoint pattern. "
                                "Only `{seq}` (with an optional format spec) is allowed."),
     ("ckpt_{seq}_{seq}.json", "`{seq}` may appear at most once in a checkpoint pattern."),
+    # names load could not read back (in order): refused by save, not missed by load later
+    ("ckpt_{seq:x}.json", "Unsupported format of `{seq}` in checkpoint pattern"),
+    ("ckpt_{seq:4d}.json", "Unsupported format of `{seq}` in checkpoint pattern"),
+    ("ckpt_{seq:+d}.json", "Unsupported format of `{seq}` in checkpoint pattern"),
+    ("ckpt_{seq!r}.json", "Unsupported format of `{seq}` in checkpoint pattern"),
 ])
 def test_pattern_errors(tmp_path, pattern, message):
     ck = collected()
@@ -207,6 +212,24 @@ def test_corrupted_reader_state(tmp_path, jpeg_root):
             Checkpoint().load(pattern)
         assert what in str(info.value)
         os.remove(path)
+
+
+def test_a_reader_state_past_its_dataset_names_the_entry_and_the_file(tmp_path, jpeg_root):
+    """A position the reader could not have written (an edited file) is caught when the
+    reader is registered (the file alone does not say how large the dataset is)."""
+    reader = ndd.readers.File(file_root=jpeg_root, enable_checkpointing=True)
+    next(iter(reader.next_epoch(batch_size=2)))
+    saved = reader.get_state().to_dict()
+    saved["state"]["pos"] = 1000
+    ck = Checkpoint()
+    ck.set_state("reader", str(ndd.ReaderState.from_dict(saved["type"], saved["state"])), op_type="File")
+    path = ck.save(str(tmp_path / "c{seq}.json"))
+    loaded = Checkpoint()
+    loaded.load(str(tmp_path / "c{seq}.json"))
+    with pytest.raises(ValueError, match=re.escape(f"Entry 'reader' of checkpoint file {path!r} does not fit the "
+                                                   "File registered under that name: Corrupted reader state: "
+                                                   "position 1000 in epoch 0")):
+        loaded.register(ndd.readers.File(file_root=jpeg_root), "reader")
 
 
 # -- interrupted saves -----------------------------------------------------------------------------

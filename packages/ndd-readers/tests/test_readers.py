@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import threading
 import time
 
@@ -395,6 +396,33 @@ def test_state_errors(file_tree, caffe2_db):
         ndd.readers.File(file_root=file_tree, num_shards=2).set_state(state)
     with pytest.raises(TypeError):
         r.set_state(12)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("pos", 1000, "position 1000 in epoch 0, whose shard has"),  # past the shard: would skip an epoch
+    ("pos", "x", "field 'pos' must be an integer of at least 0, got 'x'"),
+    ("pos", 2.0, "field 'pos' must be an integer of at least 0, got 2.0"),
+    ("pos", True, "field 'pos' must be an integer of at least 0, got True"),
+    ("epoch", -1, "field 'epoch' must be an integer of at least 0, got -1"),
+    ("initial_fill", 0, "field 'initial_fill' must be an integer of at least 1, got 0"),
+    ("seed", None, "field 'seed' must be an integer, got None"),
+    ("offset", None, "field 'offset' must be an integer of at least 0, got None"),
+])
+def test_a_tampered_state_is_refused_naming_its_field(file_tree, field, value, message):
+    """A state whose fields a reader could not have written (edited, or from a bug) is
+    refused with the field named, never adopted as a position elsewhere in the data."""
+    r = ndd.readers.File(file_root=file_tree, enable_checkpointing=True)
+    it = r.next_epoch(batch_size=2)
+    next(it)
+    saved = r.get_state().to_dict()
+    saved["state"][field] = value
+    fresh = ndd.readers.File(file_root=file_tree)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        fresh.set_state(ndd.ReaderState.from_dict(saved["type"], saved["state"]))
+    saved["state"][field] = r.get_state().to_dict()["state"][field]  # untouched: resumes
+    fresh.set_state(ndd.ReaderState.from_dict(saved["type"], saved["state"]))
+    assert [np.asarray(b[1].tensors[0]).tolist() for b in fresh.next_epoch(batch_size=2)] == \
+        [np.asarray(b[1].tensors[0]).tolist() for b in it]
 
 
 def test_state_of_sample_mode(file_tree):

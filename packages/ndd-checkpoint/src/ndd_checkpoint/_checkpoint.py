@@ -41,10 +41,11 @@ class _Entry(NamedTuple):
 
 
 # -- file name patterns ----------------------------------------------------------------
+_DECIMAL_SPEC = re.compile(r"(0[1-9][0-9]*)?d?")  # plain decimal, optionally zero-padded
 def _parse_pattern(pattern: str) -> tuple[str, re.Pattern]:
     """The glob and the regex (group ``seq``) of a pattern with exactly one ``{seq}`` field."""
     globs, regex, seen = [], ["^"], False
-    for literal, field, _spec, _conv in string.Formatter().parse(pattern):
+    for literal, field, spec, conv in string.Formatter().parse(pattern):
         globs.append(glob.escape(literal))
         regex.append(re.escape(literal))
         if field is None:
@@ -56,6 +57,14 @@ def _parse_pattern(pattern: str) -> tuple[str, re.Pattern]:
             )
         if seen:
             raise ValueError("`{seq}` may appear at most once in a checkpoint pattern.")
+        if conv is not None or not _DECIMAL_SPEC.fullmatch(spec or ""):
+            # Other specs write names that load could not read back in order ({seq:x}) or at
+            # all ({seq:4d} pads with spaces): refused when saving, not found missing later.
+            raise ValueError(
+                f"Unsupported format of `{{seq}}` in checkpoint pattern {pattern!r}: "
+                f"{'!' + conv if conv else ''}{':' + spec if spec else ''}. Use `{{seq}}`, `{{seq:d}}` "
+                "or a zero-padded width such as `{seq:04d}`."
+            )
         seen = True
         globs.append("*")
         regex.append(r"(?P<seq>\d+)")
@@ -157,6 +166,7 @@ class Checkpoint:
         self._dirty: set[str] = set()  # keys whose state is not yet applied to the op
         self._complete = False
         self._loaded = False
+        self._origins: dict[str, str] = {}  # where each pending state came from, for errors
         self._save_seq: int | None = None
 
     # -- bookkeeping ------------------------------------------------------------------
@@ -272,7 +282,12 @@ class Checkpoint:
                 f"Type mismatch for operator {key!r}: checkpoint stores state for type "
                 f"{entry.type_name!r}, but the registered operator is of type {actual!r}."
             )
-        op.set_state(entry.state)
+        try:
+            op.set_state(entry.state)
+        except ValueError as e:  # e.g. a reader's position past its dataset (a tampered file)
+            origin = self._origins.get(key, "the checkpoint")
+            raise ValueError(f"Entry {key!r} of {origin} does not fit the {actual} registered under that "
+                             f"name: {e}") from e
         self._dirty.discard(key)
 
     # -- states -----------------------------------------------------------------------
@@ -303,6 +318,7 @@ class Checkpoint:
         else:
             raise TypeError(f"`op_type` must be a class or a string, got {op_type!r}.")
         self._states[key] = _Entry(value, type_name)
+        self._origins[key] = "the state given to set_state"
         self._dirty.add(key)
 
     def _check_no_extra(self) -> None:
@@ -349,10 +365,11 @@ class Checkpoint:
 
     def deserialize(self, data: str | bytes) -> None:
         """Replace the states with those in ``data`` (from :meth:`serialize`), all pending."""
-        self._install(_parse(data))
+        self._install(_parse(data), "the deserialized checkpoint")
 
-    def _install(self, states: dict[str, _Entry]) -> None:
+    def _install(self, states: dict[str, _Entry], origin: str) -> None:
         self._states = states
+        self._origins = dict.fromkeys(states, origin)
         self._dirty = set(states)
         self._complete = False
         self._loaded = True
@@ -360,8 +377,8 @@ class Checkpoint:
     def save(self, pattern: str) -> str:
         """Write the checkpoint to the next free file of ``pattern``; return its path.
 
-        ``pattern`` is a format string with exactly one ``{seq}`` field (a format spec
-        like ``{seq:04d}`` is allowed) and any fixed text, e.g.
+        ``pattern`` is a format string with exactly one ``{seq}`` field (decimal: the
+        spec ``d`` and a zero-padded width like ``{seq:04d}`` are allowed) and any fixed text, e.g.
         ``f"ckpt/rank{rank}_" + "{seq:04d}.json"``. The first save numbers after the
         highest existing file. The file is written to ``<path>.tmp``, fsynced and linked
         into place; an existing file is never overwritten (the number moves on).
@@ -406,7 +423,7 @@ class Checkpoint:
             ) from e
         except (ValueError, TypeError) as e:
             raise ValueError(f"Checkpoint file {path!r} is not a valid ndd checkpoint: {e}") from e
-        self._install(states)
+        self._install(states, f"checkpoint file {path!r}")
         self._save_seq = seq + 1
         return path
 

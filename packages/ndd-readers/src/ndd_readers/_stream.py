@@ -140,6 +140,15 @@ def buffer_shuffle(source: np.ndarray, fill: int, rng: np.random.Generator) -> n
     return np.asarray(out, dtype=np.int64)
 
 
+def _field(state: dict[str, Any], name: str, least: int | None = None) -> int:
+    """Integer field ``name`` of a saved state (at least ``least``), or a ValueError naming it."""
+    v = state[name]
+    if type(v) is not int or (least is not None and v < least):  # (not a bool, float or string)
+        need = "an integer" if least is None else f"an integer of at least {least}"
+        raise ValueError(f"Corrupted reader state: field {name!r} must be {need}, got {v!r}")
+    return v
+
+
 class SampleStream:
     """Maps a :class:`Cursor` to dataset indices for one reader configuration."""
 
@@ -356,13 +365,14 @@ class SampleStream:
                         f"The state was saved by a reader with {k}={config[k]!r}, but this reader "
                         f"has {k}={getattr(self, k)!r}"
                     )
-            cur = Cursor(int(state["epoch"]), int(state["pos"]), int(state["offset"]))
-            seed, fill = int(state["seed"]), int(state["initial_fill"])
-            sae_seed = int(state["shuffle_after_epoch_seed"])
+            cur = Cursor(_field(state, "epoch", 0), _field(state, "pos", 0), _field(state, "offset", 0))
+            seed, fill = _field(state, "seed"), _field(state, "initial_fill", 1)
+            sae_seed = _field(state, "shuffle_after_epoch_seed")
         except (KeyError, TypeError) as e:
             raise ValueError(f"Corrupted reader state: missing or bad field {e}") from None
-        if min(cur.epoch, cur.pos, cur.offset) < 0 or fill < 1:
-            raise ValueError("Corrupted reader state: negative position")
+        if cur.pos >= max(1, self.shard_size(cur.epoch)):  # a reader's own states stop short of it
+            raise ValueError(f"Corrupted reader state: position {cur.pos} in epoch {cur.epoch}, whose shard "
+                             f"has {self.shard_size(cur.epoch)} samples")
         with self._lock:
             if (seed, fill, sae_seed) != (self.seed, self.initial_fill, self.shuffle_after_epoch_seed):
                 self._cache.clear()
