@@ -47,6 +47,33 @@ def test_parity_and_epochs():
     assert all(s.captured for s in ndd.capture.report().sites)
 
 
+@pytest.mark.parametrize("move", ["seed", "draws"])
+def test_an_rng_moved_between_epochs_draws_from_there_as_in_eager_mode(move):
+    """Between epochs the RNG is reseeded or drawn from: the next epoch's random values
+    come from where it now stands, as in eager mode (ours: DALI raises)."""
+    data = batches(3)
+
+    def epochs(loop_iter, rng):
+        out = []
+        for epoch in range(3):
+            out += collect(loop_iter(), rng)
+            if move == "seed":
+                rng.seed = 20 + epoch
+            else:
+                rng()
+        return out
+
+    rng_e, rng_c = ndd.random.RNG(1), ndd.random.RNG(1)
+    eager = epochs(lambda: (ndd.as_batch(b) for b in data), rng_e)
+    es = ndd.ExternalSource(data, cycle="raise")
+    captured = epochs(lambda: es.captured(batch_size=B), rng_c)
+    assert len(eager) == len(captured) == 9 and str(rng_e.get_state()) == str(rng_c.get_state())
+    for (a1, b1), (a2, b2) in zip(eager, captured):
+        np.testing.assert_array_equal(a1, a2)
+        np.testing.assert_array_equal(b1, b2)
+    assert not np.array_equal(eager[0][1], eager[3][1])  # the epochs' draws differ
+
+
 def test_tensor_items_are_broadcast():
     es = ndd.ExternalSource([np.arange(3, dtype=np.int32)] * 2)
     for x in es.captured(batch_size=B):

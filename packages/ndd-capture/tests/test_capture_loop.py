@@ -269,6 +269,47 @@ def test_rng_pattern_changes_raise(lmdb_path, change):
                 rng()
 
 
+@pytest.mark.parametrize("processes", [0, 2])
+@pytest.mark.parametrize("move", ["set_state", "seed", "draws", "checkpoint"])
+def test_an_rng_moved_between_epochs_draws_from_there_as_in_eager_mode(lmdb_path, move, processes):
+    """Between two epochs the RNG is restored, reseeded or drawn from: the next epoch's
+    random values come from where it now stands, as in eager mode (ours: DALI raises), not
+    from the steps the pipeline computed ahead."""
+    from ndd_checkpoint import Checkpoint
+
+    def loop(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        rng = ndd.random.RNG(0)
+        ck = Checkpoint()
+        ck.register(rng, "rng")
+        ck.collect()
+        saved = ck.serialize()
+        out = []
+        for epoch in range(3):
+            for jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+                images, targets = body(jpegs, labels, rng)
+                out.append((np.array(ndd.as_tensor(images)), np.array(ndd.as_tensor(targets))))
+            if move == "set_state":
+                rng.set_state(ndd.random.RNG(10 + epoch).get_state())
+            elif move == "seed":
+                rng.seed = 20 + epoch
+            elif move == "draws":
+                rng()
+            else:  # back to the RNG's state before the first epoch
+                ck.deserialize(saved)
+                ck.restore()
+        return out, str(rng.get_state())
+
+    eager = loop(False)
+    ndd.capture.set_worker_processes(processes)
+    try:
+        assert_same(eager, loop(True))
+    finally:
+        ndd.capture.set_worker_processes(None)
+    # the second epoch (40 samples: from step 5) draws anew, or as the first after the restore
+    assert np.array_equal(eager[0][0][0], eager[0][5][0]) == (move == "checkpoint")
+
+
 @pytest.mark.parametrize("change", ["extra", "dropped"])
 def test_rng_pattern_change_on_an_epochs_last_step_raises_after_that_step(lmdb_path, change):
     """Checked at the end of each step, not only when the next one begins: the last step of

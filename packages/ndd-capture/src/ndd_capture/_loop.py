@@ -843,6 +843,18 @@ class CaptureLoop:
         self.rebase = True
         self.generation += 1
 
+    def rebase_rngs(self) -> None:
+        """Take the RNGs' current positions as the start of the next step."""
+        for tr in self.rng_tracks.values():
+            tr.version = tr.rng._version
+            tr.start = tr.rng._draws - (self.rel_step + 1) * tr.period
+
+    def rngs_moved(self) -> bool:
+        """Whether a captured RNG is not where the next step starts (reseeded, restored or
+        drawn from since the last step)."""
+        return any(tr.rng._version != tr.version or tr.rng._draws != tr.start + (self.rel_step + 1) * tr.period
+                   for tr in self.rng_tracks.values())
+
     def left_before_draws(self) -> bool:
         """Whether the replayed step being left (``break``, or an exception the caller caught)
         had not made all of its random draws yet (a ``break`` at the top of the body)."""
@@ -871,9 +883,7 @@ class CaptureLoop:
     def _rebase(self) -> None:
         """Take the RNGs' current positions as the start of the next step (after a restore)."""
         self.rebase = False
-        for tr in self.rng_tracks.values():
-            tr.version = tr.rng._version
-            tr.start = tr.rng._draws - (self.rel_step + 1) * tr.period  # the next step starts here
+        self.rebase_rngs()
         if self.nodes and not self.eager_only and self.step >= 0:
             self.start_worker(self.source)
 
@@ -1088,6 +1098,11 @@ def _end_epoch(reader: Any, loop: CaptureLoop) -> None:
 
 def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
     _tls.last_report = loop.report
+    if loop.worker is not None and not loop.rebase and loop.rngs_moved():
+        # An RNG moved between epochs (set_state, a checkpoint restore, eager draws): the steps
+        # computed ahead drew from where it was; compute them again from where it is, as
+        # eager mode would draw (ours: DALI raises).
+        loop.restart_after(reader)
     epoch = None
     generation = loop.generation
     while True:
@@ -1210,6 +1225,7 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
     _tls.last_report = loop.report
     stream = _es_stream(es, loop.batch_size)
     if loop.step >= 0 and not loop.eager_only:
+        loop.rebase_rngs()  # an RNG moved between epochs draws from where it is, as in eager mode (ours)
         loop.start_worker(stream)  # a later epoch: same graph, fresh worker, RNG clones re-based
     finished = False
     try:
