@@ -425,6 +425,36 @@ def test_a_tampered_state_is_refused_naming_its_field(file_tree, field, value, m
         [np.asarray(b[1].tensors[0]).tolist() for b in it]
 
 
+def test_a_state_of_other_data_of_the_same_size_is_refused(file_tree, tmp_path):
+    """The state keeps a hash of a few samples: a reader over other files (as many) refuses
+    it; the same files moved elsewhere, or relabelled, take it; an older state without the
+    hash is taken as before."""
+    import shutil
+
+    r = ndd.readers.File(file_root=file_tree, enable_checkpointing=True)
+    it = r.next_epoch(batch_size=2)
+    next(it)
+    state = r.get_state()
+    rest = [np.asarray(b[1].tensors[0]).tolist() for b in it]
+    other = tmp_path / "other"
+    shutil.copytree(file_tree, other)
+    (other / "c1" / "img09.jpg").write_bytes(b"another image")  # the last sample: one of those hashed
+    with pytest.raises(ValueError, match=r"other data of the same size: the samples at positions 0, 3, 6, 9 "):
+        ndd.readers.File(file_root=other).set_state(state)
+    moved = tmp_path / "moved"
+    shutil.copytree(file_tree, moved)
+    for fresh in (ndd.readers.File(file_root=moved),
+                  ndd.readers.File(files=sorted(str(p) for p in moved.rglob("*.jpg")), labels=list(range(10)))):
+        fresh.set_state(state)
+        got = [np.asarray(b[1].tensors[0]).tolist() for b in fresh.next_epoch(batch_size=2)]
+        assert len(got) == len(rest) == 4
+    old = state.to_dict()
+    del old["state"]["data"]
+    fresh = ndd.readers.File(file_root=other)
+    fresh.set_state(ndd.ReaderState.from_dict(old["type"], old["state"]))
+    assert [np.asarray(b[1].tensors[0]).tolist() for b in fresh.next_epoch(batch_size=2)] == rest
+
+
 def test_state_of_sample_mode(file_tree):
     r = ndd.readers.File(file_root=file_tree, enable_checkpointing=True, num_shards=2, pad_last_batch=True)
     it = iter(r.next_epoch())

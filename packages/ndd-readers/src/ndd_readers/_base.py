@@ -8,6 +8,7 @@ class adds DALI's common arguments, the epoch/shard/shuffle rules of
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -201,6 +202,7 @@ class StreamReader(Reader):
         self._ds: Dataset | None = None
         self._stream: SampleStream | None = None
         self._cursor = Cursor()
+        self._data_hash: str | None = None  # see _fingerprint
         if not lazy_init:
             self._init()
 
@@ -252,10 +254,38 @@ class StreamReader(Reader):
         return out
 
     def _state(self) -> dict:
-        return self._init().state(self._cursor)
+        return {**self._init().state(self._cursor), "data": self._fingerprint()}
 
     def _restore(self, state: dict) -> None:
-        self._cursor = self._init().restore(state)
+        stream = self._init()
+        saved = state.get("data")  # (states written before it was kept have none)
+        if saved is not None and state.get("config", {}).get("size") == stream.size and saved != self._fingerprint():
+            raise ValueError("The state was saved by a reader over other data of the same size: the samples "
+                             f"at positions {', '.join(map(str, self._probes()))} (hashed into the state) are "
+                             "not this reader's")
+        self._cursor = stream.restore(state)
+
+    def _probes(self) -> list[int]:
+        n = self._init().size
+        return sorted({0, n // 3, 2 * n // 3, n - 1}) if n else []
+
+    def _fingerprint(self) -> str:
+        """A hash of a few samples' first output (ours): a state restored into a reader over
+        other data of the same size is refused, where only the size, sharding and shuffling
+        are in the state itself. Not of paths (a dataset moved elsewhere keeps its states),
+        nor of the other outputs (labels, boxes), which the reader's options may change."""
+        if self._data_hash is None:
+            h = hashlib.blake2b(digest_size=8)
+            for i in self._probes():
+                try:
+                    a = self._ds.read(i)[0]
+                except Exception as e:  # noqa: BLE001 - a sample the epoch will report when it reads it
+                    h.update(type(e).__name__.encode())
+                    continue
+                h.update(f"{a.dtype.str}{a.shape}".encode())
+                h.update(a.tobytes() if a.dtype != object else repr(a).encode())
+            self._data_hash = h.hexdigest()
+        return self._data_hash
 
 
 # -- helpers shared by the readers ------------------------------------------------------
