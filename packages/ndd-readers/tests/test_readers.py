@@ -815,7 +815,7 @@ def test_coco_errors(coco, tmp_path):
         ndd.readers.COCO(file_root=root, annotations_file=bad)
     bad.write_text('{"images": [{"id": 1, "file_name": "1.jpg", "width": 1, "height": 1}], '
                    '"annotations": [{"image_id": 1, "bbox": [1, 2], "category_id": 1}], "categories": [{"id": 1}]}')
-    with pytest.raises(ValueError, match="annotation #0 has a bbox of 2 values"):
+    with pytest.raises(ValueError, match=r"annotation #0: `bbox` must be a list of 4 finite numbers, got \[1, 2\]"):
         ndd.readers.COCO(file_root=root, annotations_file=bad)
     with pytest.raises(ValueError, match="`pixelwise_masks` and `polygon_masks` are mutually exclusive"):
         ndd.readers.COCO(file_root=root, annotations_file=ann, pixelwise_masks=True, polygon_masks=True)
@@ -826,13 +826,60 @@ def test_coco_bad_polygon_names_the_annotation(coco, tmp_path):
 
     root, ann = coco
     data = json.loads(ann.read_text())
-    for seg, got in [([[1, 2, 3]], "3 numbers"), ([[1, 2], ["x", "y"]], "something else")]:
+    for seg, got in [([[1, 2, 3]], "a polygon must be a flat list of finite x, y pairs, got 3 numbers"),
+                     ([[1, 2], ["x", "y"]], "a polygon must be a flat list of finite x, y pairs, got something else"),
+                     ([[1, 2, float("nan"), 4, 5, 6]], "a polygon must be a flat list of finite x, y pairs, got a NaN"),
+                     ("garbage", "`segmentation` must be a list of polygons or an RLE dict, got 'garbage'")]:
         data["annotations"][0]["segmentation"] = seg
         bad = tmp_path / "poly.json"
         bad.write_text(json.dumps(data))
-        with pytest.raises(ValueError, match=r"poly.json': image id 1, annotation #0: a polygon must be a flat "
-                                             r"list of x, y pairs, got " + got):
+        with pytest.raises(ValueError, match=r"poly.json': image id 1, annotation #0: " + re.escape(got)):
             ndd.readers.COCO(file_root=root, annotations_file=bad, polygon_masks=True)
+
+
+_IMG = {"id": 1, "file_name": "1.jpg", "width": 8, "height": 6}
+
+
+def _coco_json(images=None, annotations=None, categories=None):
+    return {"images": images if images is not None else [_IMG],
+            "annotations": annotations if annotations is not None else
+            [{"image_id": 1, "bbox": [1, 1, 2, 2], "category_id": 1}],
+            "categories": categories if categories is not None else [{"id": 1}]}
+
+
+@pytest.mark.parametrize("data, args, message", [
+    (_coco_json(images=[_IMG, {**_IMG, "id": 2, "file_name": "2.jpg"}, {**_IMG, "id": 2, "file_name": "3.jpg"}]),
+     {}, "`images` entry #2: image id 2 is also that of '2.jpg'"),  # would drop an image: a short epoch
+    (_coco_json(images=[{**_IMG, "id": "1"}]), {}, "`images` entry #0: `id` must be an integer, got '1'"),
+    (_coco_json(images=[{**_IMG, "id": 1.5}]), {}, "`images` entry #0: `id` must be an integer, got 1.5"),
+    (_coco_json(images=[{**_IMG, "file_name": 5}]), {}, "`images` entry #0: `file_name` must be a string, got 5"),
+    (_coco_json(images=[{**_IMG, "width": 0}]), {"ratio": True},
+     "`images` entry #0: `width` must be a positive number, got 0"),
+    (_coco_json(images=[{**_IMG, "height": -3}]), {"pixelwise_masks": True},
+     "`images` entry #0: `height` must be a positive number, got -3"),
+    (_coco_json(annotations=[{"image_id": 1, "bbox": "1234", "category_id": 1}]), {},
+     "annotation #0: `bbox` must be a list of 4 finite numbers, got '1234'"),
+    (_coco_json(annotations=[{"image_id": 1, "bbox": [1, 1, float("nan"), 2], "category_id": 1}]), {},
+     "annotation #0: `bbox` must be a list of 4 finite numbers, got [1, 1, nan, 2]"),
+    (_coco_json(annotations=[{"image_id": 1, "bbox": [1, 1, 2, 2]}]), {},
+     "annotation #0: `category_id` must be an integer, got None"),
+    (_coco_json(categories=[{"name": "cat"}]), {}, "`categories` entry #0: `id` must be an integer, got None"),
+    (_coco_json(annotations={"image_id": 1}), {}, "`annotations` must be a list"),
+])
+def test_coco_bad_annotations_name_the_entry(coco, tmp_path, data, args, message):
+    """JSON a COCO file should not hold is refused naming the file and the entry, never read
+    as something else (a string bbox as its characters, two images of one id as one)."""
+    import json
+
+    root, _ = coco
+    (root / "3.jpg").write_bytes((root / "2.jpg").read_bytes())
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=re.escape(f"annotations_file {str(bad)!r}: {message}")):
+        ndd.readers.COCO(file_root=root, annotations_file=bad, **args)
+    bad.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(ValueError, match=re.escape(f"annotations_file {str(bad)!r} is not valid JSON")):
+        ndd.readers.COCO(file_root=root, annotations_file=bad)
 
 
 # -- throughput smoke ------------------------------------------------------------------------
@@ -860,3 +907,66 @@ def test_same_shape_outputs_are_dense_ragged_stay_lists(caffe2_db, tfrecord_file
     box = out["box"]
     assert box._batch_data().dense is not None
     np.testing.assert_array_equal(np.asarray(box.tensors[2]), np.arange(4, dtype=np.float32) + 2)
+
+
+# -- argument types ----------------------------------------------------------------------------
+@pytest.mark.parametrize("arg", ["pad_last_batch", "random_shuffle", "stick_to_shard", "shuffle_after_epoch",
+                                 "lazy_init", "case_sensitive_filter", "read_ahead", "dont_use_mmap"])
+@pytest.mark.parametrize("value", ["no", "False", 0.0, None, 2])
+def test_yes_no_arguments_take_only_yes_or_no(file_tree, arg, value):
+    """A yes/no argument given a string, a float, None or another number is refused naming
+    it ("no" would otherwise turn padding on); bools, NumPy bools and 0/1 work."""
+    with pytest.raises(TypeError, match=re.escape(f"`{arg}` must be True or False, got {value!r}")):
+        ndd.readers.File(file_root=file_tree, **{arg: value})
+    for ok in (False, np.bool_(False), 0):
+        ndd.readers.File(file_root=file_tree, **{arg: ok})
+
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda d: ndd.readers.Caffe2(path=d["caffe2"], label_type=True), TypeError,
+     "`label_type` must be an integer, got True"),
+    (lambda d: ndd.readers.Caffe2(path=d["caffe2"], label_type=1.0), TypeError,
+     "`label_type` must be an integer, got 1.0"),
+    (lambda d: ndd.readers.Caffe2(path=d["caffe2"], bbox="yes"), TypeError, "`bbox` must be True or False"),
+    (lambda d: ndd.readers.COCO(file_root=d["tree"], annotations_file="x.json", ratio="no"), TypeError,
+     "`ratio` must be True or False, got 'no'"),
+    (lambda d: ndd.readers.File(file_root=d["tree"], file_filters=5), TypeError,
+     "`file_filters` must be a pattern or a list of patterns, got 5"),
+    (lambda d: ndd.readers.File(file_root=d["tree"], dir_filters=["c*", 3]), TypeError,
+     "`dir_filters` must be a pattern or a list of patterns: entry 1 is 3"),
+    (lambda d: ndd.readers.File(file_root=d["tree"], shuffle_after_epoch_seed="x"), TypeError,
+     "`shuffle_after_epoch_seed` must be an integer, got 'x'"),
+    (lambda d: ndd.readers.Numpy(file_root=d["tree"], file_filter=["*.npy"]), TypeError,
+     "`file_filter` must be a pattern (a string), got ['*.npy']"),
+    (lambda d: ndd.readers.TFRecord(path=d["tfr"][0], index_path=d["tfr"][1],
+                                    features={1: tfr.FixedLenFeature([1], tfr.int64, -1)}), TypeError,
+     "feature names must be strings, got 1"),
+    (lambda d: tfr.FixedLenFeature([1], tfr.int64, 1.5), TypeError,
+     "default_value 1.5 is not of the feature's type int64"),
+    (lambda d: tfr.FixedLenFeature([], tfr.float32, "x"), TypeError,
+     "default_value 'x' is not of the feature's type float32"),
+])
+def test_bad_argument_types_name_the_argument(file_tree, caffe2_db, tfrecord_file, make, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        make({"tree": file_tree, "caffe2": caffe2_db, "tfr": tfrecord_file})
+
+
+def test_fractional_defaults_of_float_features_are_kept():
+    assert tfr.FixedLenFeature([], tfr.float32, 0.1)._default.tolist() == [np.float32(0.1)]
+    assert tfr.FixedLenFeature([2], tfr.int64, 3.0)._default.tolist() == [3, 3]
+
+
+def test_file_list_labels_and_index_offsets_are_plain_decimals(tmp_path, tfrecord_file):
+    """Python's int() takes "1_0" as 10: a label so written is refused, as is an index
+    offset too large for the index's int64 array."""
+    (tmp_path / "a.jpg").write_bytes(b"x")
+    (tmp_path / "list.txt").write_text("a.jpg 1_0\n")
+    with pytest.raises(ValueError, match=re.escape("list.txt:1: expected '<name> <label>', got 'a.jpg 1_0'")):
+        ndd.readers.File(file_list=tmp_path / "list.txt")
+    (tmp_path / "list.txt").write_text("a.jpg -3\n")
+    _, label = next(ndd.readers.File(file_list=tmp_path / "list.txt").next_epoch())
+    assert np.asarray(label).tolist() == [-3]
+    (tmp_path / "big.idx").write_text("99999999999999999999 20\n")
+    with pytest.raises(ValueError, match=re.escape("big.idx:1: invalid index entry '99999999999999999999 20'")):
+        ndd.readers.TFRecord(path=tfrecord_file[0], index_path=tmp_path / "big.idx",
+                             features={"label": tfr.FixedLenFeature([1], tfr.int64, -1)})

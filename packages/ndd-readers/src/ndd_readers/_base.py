@@ -185,6 +185,15 @@ class StreamReader(Reader):
     ) -> None:
         super().__init__(max_batch_size, name, device, num_inputs, enable_checkpointing=enable_checkpointing)
         check_sharding(shard_id, num_shards)
+        stick_to_shard = flag(stick_to_shard, "stick_to_shard")
+        pad_last_batch = flag(pad_last_batch, "pad_last_batch")
+        random_shuffle = flag(random_shuffle, "random_shuffle")
+        shuffle_after_epoch = flag(shuffle_after_epoch, "shuffle_after_epoch")
+        shuffle_after_epoch_seed = integer(shuffle_after_epoch_seed, "shuffle_after_epoch_seed")
+        lazy_init = flag(lazy_init, "lazy_init")
+        for arg, v in (("read_ahead", read_ahead), ("skip_cached_images", skip_cached_images),
+                       ("dont_use_mmap", dont_use_mmap)):
+            flag(v, arg)  # checked, though they have no effect here
         if isinstance(prefetch_queue_depth, bool) or not isinstance(prefetch_queue_depth, int) \
                 or prefetch_queue_depth < 1:
             raise ValueError(f"prefetch_queue_depth must be an integer >= 1, got {prefetch_queue_depth!r}")
@@ -289,6 +298,36 @@ class StreamReader(Reader):
 
 
 # -- helpers shared by the readers ------------------------------------------------------
+
+
+def flag(value: Any, arg: str) -> bool:
+    """A yes/no argument: a bool (NumPy's too) or the integer 0 or 1; TypeError naming
+    ``arg`` for anything else (``"no"`` would otherwise count as true)."""
+    if isinstance(value, (bool, np.bool_)) or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise TypeError(f"`{arg}` must be True or False, got {value!r}")
+
+
+def integer(value: Any, arg: str, least: int | None = None) -> int:
+    """An integer argument (a Python or NumPy integer, not a bool), at least ``least``;
+    TypeError or ValueError naming ``arg``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"`{arg}` must be an integer, got {value!r}")
+    if least is not None and value < least:
+        raise ValueError(f"`{arg}` must be at least {least}, got {value}")
+    return int(value)
+
+
+def patterns(value: Any, arg: str) -> list[str]:
+    """One glob pattern or a list of them; TypeError naming ``arg`` (and the entry) otherwise."""
+    items = [value] if isinstance(value, str) else value
+    if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable):
+        raise TypeError(f"`{arg}` must be a pattern or a list of patterns, got {value!r}")
+    items = list(items)
+    for i, v in enumerate(items):
+        if not isinstance(v, str):
+            raise TypeError(f"`{arg}` must be a pattern or a list of patterns: entry {i} is {v!r}")
+    return items
 
 
 def path_list(value: Any, arg: str) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._base import Column, Dataset, StreamReader, columns, path_list
+from ._base import Column, Dataset, StreamReader, columns, flag, integer, path_list
 from ._caffe2 import Caffe2Source, fast_image_label, parse_caffe2_record
 
 
@@ -124,14 +124,14 @@ class Caffe2(StreamReader):
         if path is None:
             raise ValueError("Caffe2 reader needs `path` (an LMDB directory or a list of them)")
         self._paths = path_list(path, "path")
+        label_type, num_labels = integer(label_type, "label_type"), integer(num_labels, "num_labels")
         if label_type not in (0, 1, 2, 3, 4):
             raise ValueError(f"label_type must be 0, 1, 2, 3 or 4, got {label_type!r}")
         if label_type in (1, 3) and num_labels < 1:
             raise ValueError(f"num_labels must be >= 1 for label_type {label_type}, got {num_labels!r}")
-        if additional_inputs < 0:
-            raise ValueError(f"additional_inputs must be >= 0, got {additional_inputs!r}")
-        self._parse = dict(image_available=bool(image_available), label_type=label_type,
-                           num_labels=num_labels, additional_inputs=additional_inputs, bbox=bool(bbox))
+        additional_inputs = integer(additional_inputs, "additional_inputs", 0)
+        self._parse = dict(image_available=flag(image_available, "image_available"), label_type=label_type,
+                           num_labels=num_labels, additional_inputs=additional_inputs, bbox=flag(bbox, "bbox"))
         super().__init__(
             max_batch_size, name, device, num_inputs, initial_fill=initial_fill, lazy_init=lazy_init,
             pad_last_batch=pad_last_batch, prefetch_queue_depth=prefetch_queue_depth,

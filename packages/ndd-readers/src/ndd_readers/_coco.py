@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Dataset, StreamReader, path_list, read_bytes
+from ._base import Dataset, StreamReader, flag, path_list, read_bytes
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 
@@ -24,11 +24,31 @@ def _load_json(path: str) -> dict:
             data = json.load(f)
     except OSError as e:
         raise ValueError(f"annotations_file {path!r} cannot be read: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"annotations_file {path!r} is not valid JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("images"), list):
         raise ValueError(f"annotations_file {path!r} has no `images` list")
     return data
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _json_int(entry: Any, key: str, what: str) -> int:
+    """Integer field ``key`` of a JSON object (an id), or a ValueError naming ``what``."""
+    v = entry.get(key) if isinstance(entry, dict) else None
+    if not (_is_number(v) and float(v).is_integer()):  # (1.0 as written by some tools; not "1" or 1.5)
+        raise ValueError(f"{what}: `{key}` must be an integer, got {v!r}")
+    return int(v)
+
+
+def _json_number(entry: dict, key: str, what: str, positive: bool) -> float:
+    """Number field ``key`` (an image's width or height; above 0 where ``positive``)."""
+    v = entry.get(key)
+    if not (_is_number(v) and math.isfinite(v)) or (positive and v <= 0):
+        raise ValueError(f"{what}: `{key}` must be a {'positive ' if positive else ''}number, got {v!r}")
+    return float(v)
 
 
 class COCODataset(Dataset):
@@ -40,25 +60,39 @@ class COCODataset(Dataset):
                  pixelwise_masks: bool = False, legacy_polygons: bool = False) -> None:
         data = _load_json(annotations_file)
         where = f"annotations_file {annotations_file!r}"
-        try:
-            infos = {int(im["id"]): (im["file_name"], float(im["width"]), float(im["height"]))
-                     for im in data["images"]}
-            cat_ids = [int(c["id"]) for c in data.get("categories", [])]  # remapped in list order, as DALI
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"{where}: malformed `images` or `categories` entry: {e!r}") from None
-        remap = {c: c if avoid_class_remapping else k for k, c in enumerate(cat_ids, 1)}
+        sized = ratio or pixelwise_masks  # the image's width and height are used
+        infos: dict[int, tuple[str, float, float]] = {}
+        for n, im in enumerate(data["images"]):
+            what = f"{where}: `images` entry #{n}"
+            img = _json_int(im, "id", what)
+            name = im.get("file_name") if isinstance(im, dict) else None
+            if not isinstance(name, str):
+                raise ValueError(f"{what}: `file_name` must be a string, got {name!r}")
+            w, h = _json_number(im, "width", what, sized), _json_number(im, "height", what, sized)
+            if img in infos:
+                raise ValueError(f"{what}: image id {img} is also that of {infos[img][0]!r}")
+            infos[img] = (name, w, h)
+        cats = data.get("categories", [])
+        if not isinstance(cats, list):
+            raise ValueError(f"{where}: `categories` must be a list")
+        cat_ids = [_json_int(c, "id", f"{where}: `categories` entry #{k}") for k, c in enumerate(cats)]
+        remap = {c: c if avoid_class_remapping else k for k, c in enumerate(cat_ids, 1)}  # list order, as DALI
         anns: dict[int, list[dict]] = {i: [] for i in infos}
-        for n, a in enumerate(data.get("annotations", [])):
-            try:
-                img, box, cat = int(a["image_id"]), [float(v) for v in a["bbox"]], int(a["category_id"])
-            except (KeyError, TypeError, ValueError) as e:
-                raise ValueError(f"{where}: malformed annotation #{n}: {e!r}") from None
+        annotations = data.get("annotations", [])
+        if not isinstance(annotations, list):
+            raise ValueError(f"{where}: `annotations` must be a list")
+        for n, a in enumerate(annotations):
+            what = f"{where}: annotation #{n}"
+            img, cat = _json_int(a, "image_id", what), _json_int(a, "category_id", what)
+            box = a.get("bbox")
+            if not isinstance(box, list) or len(box) != 4 or not all(
+                    _is_number(v) and math.isfinite(v) for v in box):
+                raise ValueError(f"{what}: `bbox` must be a list of 4 finite numbers, got {box!r:.80}")
+            box = [float(v) for v in box]
             if img not in anns:
-                raise ValueError(f"{where}: annotation #{n} refers to unknown image_id {img}")
+                raise ValueError(f"{what} refers to unknown image_id {img}")
             if cat not in remap:
-                raise ValueError(f"{where}: annotation #{n} has unknown category_id {cat}")
-            if len(box) != 4:
-                raise ValueError(f"{where}: annotation #{n} has a bbox of {len(box)} values, expected 4")
+                raise ValueError(f"{what} has unknown category_id {cat}")
             if not include_iscrowd and a.get("iscrowd", 0):
                 continue
             if box[2] < size_threshold or box[3] < size_threshold:
@@ -129,18 +163,21 @@ def _polygons(anns: list[dict], scale: np.ndarray | None, where: str) -> tuple[n
     polys, verts = [], []
     for k, a in enumerate(anns):
         seg = a["seg"]
-        if not isinstance(seg, list):
+        if isinstance(seg, dict) or seg is None:  # RLE (or none): no polygons
             continue
+        if not isinstance(seg, list):
+            raise ValueError(f"{where}, annotation #{a['n']}: `segmentation` must be a list of polygons or "
+                             f"an RLE dict, got {seg!r:.60}")
         for poly in seg:
             try:
-                xy = np.asarray(poly, dtype=np.float32).reshape(-1)
+                xy = np.asarray(poly, dtype=np.float64).reshape(-1)
             except (TypeError, ValueError):
                 xy = None
-            if xy is None or xy.size % 2:
-                got = "something else" if xy is None else f"{xy.size} numbers"
-                raise ValueError(f"{where}, annotation #{a['n']}: a polygon must be a flat list of x, y "
+            if xy is None or xy.size % 2 or not np.isfinite(xy).all():
+                got = "something else" if xy is None else f"{xy.size} numbers" if xy.size % 2 else "a NaN or infinity"
+                raise ValueError(f"{where}, annotation #{a['n']}: a polygon must be a flat list of finite x, y "
                                  f"pairs, got {got}")
-            xy = xy.reshape(-1, 2)
+            xy = xy.astype(np.float32).reshape(-1, 2)
             n = sum(len(v) for v in verts)
             polys.append((k, n, n + len(xy)))
             verts.append(xy)
@@ -360,16 +397,23 @@ class COCO(StreamReader):
                            ("save_preprocessed_annotations", save_preprocessed_annotations)):
             if value:
                 raise ValueError(f"COCO: `{arg}` is not supported by ndd")
+        ltrb, ratio, skip_empty = flag(ltrb, "ltrb"), flag(ratio, "ratio"), flag(skip_empty, "skip_empty")
+        include_iscrowd = flag(include_iscrowd, "include_iscrowd")
+        avoid_class_remapping = flag(avoid_class_remapping, "avoid_class_remapping")
+        image_ids, masks = flag(image_ids, "image_ids"), flag(masks, "masks")
+        polygon_masks, pixelwise_masks = flag(polygon_masks, "polygon_masks"), flag(pixelwise_masks, "pixelwise_masks")
+        if isinstance(size_threshold, (bool, np.bool_)) or not isinstance(size_threshold, (int, float, np.number)) \
+                or not math.isfinite(size_threshold):
+            raise TypeError(f"`size_threshold` must be a number, got {size_threshold!r}")
         if pixelwise_masks and polygon_masks:
             raise ValueError("COCO: `pixelwise_masks` and `polygon_masks` are mutually exclusive")
         if pixelwise_masks and masks:
             raise ValueError("COCO: `masks` and `pixelwise_masks` cannot be both true")
         self._args: dict[str, Any] = dict(
-            images=None if images is None else path_list(images, "images"), ltrb=bool(ltrb), ratio=bool(ratio),
-            skip_empty=bool(skip_empty), size_threshold=float(size_threshold),
-            include_iscrowd=bool(include_iscrowd), avoid_class_remapping=bool(avoid_class_remapping),
-            image_ids=bool(image_ids), polygon_masks=bool(polygon_masks or masks),
-            pixelwise_masks=bool(pixelwise_masks), legacy_polygons=bool(masks),
+            images=None if images is None else path_list(images, "images"), ltrb=ltrb, ratio=ratio,
+            skip_empty=skip_empty, size_threshold=float(size_threshold), include_iscrowd=include_iscrowd,
+            avoid_class_remapping=avoid_class_remapping, image_ids=image_ids, polygon_masks=polygon_masks or masks,
+            pixelwise_masks=pixelwise_masks, legacy_polygons=masks,
         )
         self._where = (os.fspath(file_root), os.fspath(annotations_file))
         super().__init__(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ._base import Column, Dataset, StreamReader, check_files, matches, path_list, read_bytes
+from ._base import Column, Dataset, StreamReader, check_files, flag, matches, path_list, patterns, read_bytes
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 DEFAULT_FILE_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm",
@@ -60,6 +61,9 @@ def scan_root(file_root: str, file_filters: Sequence[str], dir_filters: Sequence
     return [os.path.join(file_root, p) for p, _ in pairs], [lab for _, lab in pairs]
 
 
+_LABEL = re.compile(r"[+-]?[0-9]+")
+
+
 def parse_file_list(file_list: str, file_root: str | None) -> tuple[list[str], list[int]]:
     """``name label`` lines (names may contain spaces), relative to ``file_root`` or to
     the list file's directory."""
@@ -75,7 +79,7 @@ def parse_file_list(file_list: str, file_root: str | None) -> tuple[list[str], l
             continue
         parts = line.strip().rsplit(None, 1)
         try:
-            if len(parts) != 2:
+            if len(parts) != 2 or not _LABEL.fullmatch(parts[1]):  # (int() also takes "1_0")
                 raise ValueError
             label = int(parts[1])
         except ValueError:
@@ -151,13 +155,10 @@ class File(StreamReader):
         self._file_list = None if file_list is None else os.fspath(file_list)
         self._files = None if files is None else path_list(files, "files")
         self._labels = None if labels is None else int_labels(labels)
-        if isinstance(file_filters, str):
-            file_filters = [file_filters]
-        if isinstance(dir_filters, str):
-            dir_filters = [dir_filters]
-        self._filters = list(file_filters)
-        self._dir_filters = list(dir_filters) if dir_filters else None
-        self._case = bool(case_sensitive_filter)
+        self._filters = patterns(file_filters, "file_filters")
+        self._dir_filters = patterns(dir_filters, "dir_filters") if dir_filters is not None else None
+        self._dir_filters = self._dir_filters or None
+        self._case = flag(case_sensitive_filter, "case_sensitive_filter")
         super().__init__(
             max_batch_size, name, device, num_inputs, initial_fill=initial_fill, lazy_init=lazy_init,
             pad_last_batch=pad_last_batch, prefetch_queue_depth=prefetch_queue_depth,

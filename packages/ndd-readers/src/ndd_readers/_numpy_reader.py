@@ -326,6 +326,8 @@ class Numpy(StreamReader):
         enable_checkpointing: bool = False,
     ) -> None:
         self._file_root = None if file_root is None else os.fspath(file_root)
+        if not isinstance(file_filter, str):
+            raise TypeError(f"`file_filter` must be a pattern (a string), got {file_filter!r}")
         self._file_filter = file_filter
         self._files = None if files is None else path_list(files, "files")
         self._file_list = None if file_list is None else os.fspath(file_list)

@@ -126,10 +126,16 @@ class FixedLenFeature(Feature):
                 self._default = _string_default(default_value)
         elif default_value is not None:
             try:
-                self._default = np.broadcast_to(
-                    np.asarray(default_value, dtype=_NP_TYPES[self.dtype]),
-                    self._out_shape,
-                ).copy()
+                given = np.asarray(default_value)
+                if given.dtype.kind not in "biuf":  # a string, say
+                    raise TypeError
+                converted = given.astype(_NP_TYPES[self.dtype])
+                if converted.dtype.kind == "i" and not np.array_equal(converted, given):
+                    raise TypeError  # a fraction for int64: it would be cut silently
+                self._default = np.broadcast_to(converted, self._out_shape).copy()
+            except TypeError:
+                raise TypeError(f"default_value {default_value!r} is not of the feature's type "
+                                f"{self.dtype.name}") from None
             except ValueError:
                 raise ValueError(
                     f"default_value {default_value!r} does not fit shape {list(self.shape)}"
@@ -270,6 +276,8 @@ class ExampleParser:
 
     def __init__(self, features: Mapping[str, Feature]) -> None:
         for name, feat in features.items():
+            if not isinstance(name, str):
+                raise TypeError(f"feature names must be strings, got {name!r}")
             if not isinstance(feat, Feature):
                 raise TypeError(
                     f"feature {name!r} must be a FixedLenFeature or VarLenFeature, got {type(feat).__name__}"
@@ -375,7 +383,7 @@ def read_index(index_path: PathArg) -> np.ndarray:
                     f"{index_path}:{lineno}: malformed index line {line.rstrip()!r}; "
                     "expected '<offset> <length>'"
                 ) from None
-            if off < 0 or length < _FRAMING:
+            if not (0 <= off < 2**62) or not (_FRAMING <= length < 2**62):  # (int64 arrays of them)
                 raise ValueError(
                     f"{index_path}:{lineno}: invalid index entry {line.rstrip()!r}; "
                     f"offset must be >= 0 and length >= {_FRAMING} (it includes "
