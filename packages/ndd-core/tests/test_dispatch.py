@@ -84,6 +84,18 @@ def test_device_inference_and_errors():
         ndd.cast(x, dtype=ndd.int8, device="mixed")
 
 
+def test_bools_for_int_arguments_are_one_and_zero():
+    """``mirror=True`` / ``horizontal=True`` work as in DALI (an int argument takes a bool as
+    1 or 0); a float argument still refuses one (more likely a mistake than a number)."""
+    from ndd._schema import FLOAT, INT, INTS, Arg, convert_arg
+
+    assert convert_arg("op", "horizontal", Arg(INT), True) == 1 and convert_arg("op", "h", Arg(INT), False) == 0
+    assert convert_arg("op", "h", Arg(INT), np.bool_(True)) == 1
+    assert convert_arg("op", "axes", Arg(INTS), [True, 2]) == (1, 2)
+    with pytest.raises(TypeError, match="argument 'factor' expects a float"):
+        convert_arg("op", "factor", Arg(FLOAT), True)
+
+
 def test_none_for_a_required_input_names_the_input():
     with pytest.raises(TypeError, match="Operator `cast`: input 'input' is required, got None"):
         ndd.cast(None, dtype=ndd.float32)

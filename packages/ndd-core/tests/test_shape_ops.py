@@ -464,3 +464,7 @@ def test_slice_errors():
         sync(ndd.slice, t, start=[3, 0], end=[1, 1])
     with pytest.raises(ValueError, match="argument 'axes' has axis 5"):
         ndd.slice(t, axes=[5], start=[0])
+    with pytest.raises(ValueError, match="`slice`: give the window as arguments"):  # as DALI: no silent copy
+        ndd.slice(t)
+    with pytest.raises(ValueError, match="`slice`: give the window as arguments"):
+        ndd.slice(ndd.as_batch([IMG, IMG], layout="HWC"), axes=[0])

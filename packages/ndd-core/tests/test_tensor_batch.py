@@ -123,6 +123,11 @@ def test_tensors_proxy_and_select():
     np.testing.assert_array_equal(np.asarray(ndd.as_tensor(sub)), a[[0, 4]])
     assert b.select(...) is b
     assert isinstance(b.select(2), ndd.Tensor) and b.select(slice(0, 2)).batch_size == 2
+    # DALI's selection has as_batch(copy=False): ndd's (a Batch already) takes it too
+    assert sel.as_batch() is sel and sel.as_batch(copy=False) is sel
+    copied = sel.as_batch(copy=True)
+    assert copied is not sel and [np.asarray(t).tolist() for t in copied] == [[2, 3], [4, 5], [6, 7]]
+    assert not np.shares_memory(np.asarray(ndd.as_tensor(copied)), np.asarray(ndd.as_tensor(sel)))
     assert b.select([3]).batch_size == 1
     with pytest.raises(IndexError):
         b.tensors[5]

@@ -81,6 +81,34 @@ def test_the_gpu_tutorial_loop_is_fully_captured(lmdb_path, processes):
         assert report.worker == "threads"
 
 
+@pytest.mark.parametrize("processes", [0, 2])
+def test_device_gpu_on_host_images_is_captured_with_its_move(lmdb_path, processes):
+    """An operator called with device="gpu" on host images (decoded on the CPU): the move to
+    the GPU is its own captured call, and the loop replays both, with eager mode's values."""
+    def loop(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        out = []
+        for jpegs, _ in reader.next_epoch(batch_size=B, capture=capture):
+            images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+            images = ndd.resize(images, size=[14, 14], device="gpu")
+            assert images.device == ndd.Device("gpu:0")
+            out.append(images.torch().cpu().numpy().copy())
+        return out
+
+    eager = loop(False)
+    ndd.capture.set_worker_processes(processes)
+    try:
+        captured = loop(True)
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert len(eager) == len(captured) == 5
+    for a, b in zip(eager, captured):
+        np.testing.assert_array_equal(a, b)
+    sites = ndd.capture.report().sites
+    assert [s.op for s in sites] == ["decoders.image", "_to_device", "resize"]
+    assert all(s.captured and s.replayed == 4 for s in sites), str(ndd.capture.report())
+
+
 def test_a_replayed_call_on_another_device_ends_the_loop(lmdb_path):
     """``device=`` is checked on every replayed call, whatever form it takes: "gpu",
     "gpu:0" and ``ndd.Device("gpu")`` are the traced device, ``.gpu(0)`` is ``.gpu()``; "cpu"

@@ -468,3 +468,43 @@ def test_handing_out_waits_for_user_streams():
         t.join()
         s = made["g"].torch().sum()  # on torch's current stream in this thread
         assert abs(s.item() - 2 * expect) < 2e-3 * big.size
+
+
+_ON_GPU_CALLS = {
+    "flip": lambda x: ndd.flip(x, horizontal=1, device="gpu"),
+    "resize": lambda x: ndd.resize(x, size=[3, 5], device="gpu"),
+    "cast": lambda x: ndd.cast(x, dtype=ndd.float32, device="gpu"),
+    "crop_mirror_normalize": lambda x: ndd.crop_mirror_normalize(x, crop=(2, 3), mean=[10.0], std=[2.0],
+                                                                device="gpu"),
+    "transpose": lambda x: ndd.transpose(x, perm=[2, 0, 1], device="gpu"),
+    "rotate": lambda x: ndd.rotate(x, angle=30.0, device="gpu"),
+    "cat": lambda x: ndd.cat(x, x, axis=0, device="gpu"),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_ON_GPU_CALLS))
+@pytest.mark.parametrize("kind", ["batch", "tensor"])
+def test_device_gpu_moves_host_inputs_to_the_gpu(op, kind):
+    """``device="gpu"`` on an operator whose inputs are on the CPU moves them first (as DALI
+    does): the same values as the call on inputs moved with ``.gpu()``, on the GPU."""
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 255, (2, 6, 8, 3), np.uint8)
+    x = ndd.as_batch(data, layout="HWC") if kind == "batch" else ndd.as_tensor(data[0], layout="HWC")
+    got = _ON_GPU_CALLS[op](x)
+    want = _ON_GPU_CALLS[op](x.gpu())
+    assert got.device == want.device == ndd.Device("gpu:0")
+    assert x.device == ndd.Device("cpu")  # the caller's input stays where it was
+    a, b = got.cpu(), want.cpu()
+    if kind == "batch":
+        a, b = [np.asarray(t) for t in a], [np.asarray(t) for t in b]
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_decoders_with_device_gpu_read_host_inputs():
+    """The decoders (DALI's "mixed" operators) take their encoded input from the host."""
+    import cv2
+
+    jpeg = cv2.imencode(".png", np.full((4, 5, 3), 77, np.uint8))[1]
+    images = ndd.decoders.image(ndd.as_batch([jpeg, jpeg]), device="gpu")
+    assert images.device == ndd.Device("gpu:0")
+    assert np.asarray(images.cpu().tensors[1]).tolist() == np.full((4, 5, 3), 77).tolist()

@@ -226,3 +226,33 @@ def test_roi_errors(tmp_path):
         first(roi_start=[0, 3], roi_end=[1, 2])
     with pytest.raises(ValueError, match=where + ": `roi_shape` .* is negative on axis 0"):
         first(roi_shape=[-1, 2])
+
+
+def test_rois_given_per_call(tmp_path):
+    """A direct call may give the region (as in DALI): one for every sample, or a Batch of
+    one per sample; the constructor's other ROI arguments still apply, and an argument given
+    in both places raises ValueError."""
+    arrays = [np.arange(k * 100, k * 100 + 30, dtype=np.int16).reshape(5, 6) for k in range(4)]
+    for k, a in enumerate(arrays):
+        np.save(tmp_path / f"{k}.npy", a)
+    r = ndd.readers.Numpy(file_root=tmp_path)
+    (x,) = r(batch_size=2, roi_start=[1, 2], roi_end=[3, 5])
+    assert [np.asarray(t).tolist() for t in x] == [a[1:3, 2:5].tolist() for a in arrays[:2]]
+    starts = ndd.batch([np.array([0, 0]), np.array([2, 1])])
+    (x,) = r(batch_size=2, roi_start=starts, rel_roi_shape=[0.4, 0.5])
+    assert [np.asarray(t).tolist() for t in x] == [arrays[2][0:2, 0:3].tolist(), arrays[3][2:4, 1:4].tolist()]
+    (x,) = r(batch_size=2)  # no region: whole arrays again
+    assert [np.asarray(t).tolist() for t in x] == [a.tolist() for a in arrays[:2]]
+
+    padded = ndd.readers.Numpy(file_root=tmp_path, roi_axes=[1], out_of_bounds_policy="pad", fill_value=-1)
+    (x,) = padded(batch_size=1, roi_start=[4], roi_end=[8])
+    assert np.asarray(x.tensors[0]).tolist() == np.pad(arrays[0][:, 4:], ((0, 0), (0, 2)),
+                                                       constant_values=-1).tolist()
+    with pytest.raises(ValueError, match="`roi_start` was given both to the reader's constructor and to the call"):
+        ndd.readers.Numpy(file_root=tmp_path, roi_start=[1, 1])(batch_size=1, roi_start=[1, 1])
+    with pytest.raises(ValueError, match="`roi_start` has 3 samples for a batch of 2"):
+        r(batch_size=2, roi_start=ndd.batch([np.array([0, 0])] * 3))
+    with pytest.raises(TypeError, match="Reader `Numpy` got an unexpected keyword argument 'roi_axes' in a call"):
+        r(batch_size=2, roi_axes=[0])
+    with pytest.raises(TypeError, match="Reader `File` got an unexpected keyword argument 'roi_start' in a call"):
+        ndd.readers.File(files=[str(tmp_path / "0.npy")])(batch_size=1, roi_start=[0])

@@ -83,10 +83,11 @@ class Batch:
             self._inv = None
         return bd
 
-    def as_batch(self) -> Batch:
-        """This batch. DALI's ``b.tensors[1:]`` is a selection with ``as_batch()`` and
-        ``tolist()``; ndd's is already a Batch, and takes both so that such code runs."""
-        return self
+    def as_batch(self, copy: bool = False) -> Batch:
+        """This batch (a copy with ``copy=True``). DALI's ``b.tensors[1:]`` is a selection with
+        ``as_batch(copy=False)`` and ``tolist()``; ndd's is already a Batch, and takes both so
+        that such code runs."""
+        return self.to_device(self._device, force_copy=True) if copy else self
 
     def tolist(self) -> list[Tensor]:
         """The samples as a list of Tensors (see :meth:`as_batch`)."""

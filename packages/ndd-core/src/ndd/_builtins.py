@@ -192,7 +192,7 @@ def upload_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, a
 _to_gpu.graph_stages = (upload_host, upload_device)  # type: ignore[attr-defined]
 
 TO_DEVICE = OpSchema(
-    "_to_device", infer=lambda inputs, args: [inputs[0]], internal=True, capturable=True,
+    "_to_device", infer=lambda inputs, args: [inputs[0]], internal=True, capturable=True, host_inputs=True,
     doc="A batch copied to another device: ``Batch.gpu()`` calls it, so capture mode replays the copy.",
 )
 

@@ -100,10 +100,41 @@ class KernelContext:
 
 def call(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
     """Entry point of every generated operator function."""
+    device = kwargs.get("device")
+    if device is not None and device is not _CPU_NAME and not schema.host_inputs:
+        inputs = _inputs_on(schema, inputs, device)
     hook = op_call_hook
     if hook is not None:
         return hook(schema, inputs, kwargs)
     return invoke(schema, inputs, kwargs)
+
+
+_CPU_NAME = "cpu"
+
+
+def _inputs_on(schema: OpSchema, inputs: tuple, device: Any) -> tuple:
+    """``inputs`` moved to a GPU that ``device=`` asks for (as DALI does): host data first
+    becomes a tensor, and a batch's move is itself an operator call (capture mode takes it
+    as one). Any other device, or an operator without a GPU kernel: the inputs as they are
+    (``invoke`` checks the device)."""
+    try:
+        dev = device if isinstance(device, Device) else Device(device)
+    except (TypeError, ValueError):
+        return inputs
+    if not schema.kernels:
+        _plugins.ensure_loaded()
+    if dev.device_type != "gpu" or "gpu" not in schema.kernels:  # (no GPU kernel: invoke says so)
+        return inputs
+    n = len(inputs) if schema.device_inputs is None else schema.device_inputs
+    moved = list(inputs)
+    for i, x in enumerate(inputs[:n]):
+        if x is None:
+            continue
+        if not isinstance(x, (Tensor, Batch)):
+            x = _as_input(schema.name, x)
+        if x._device.device_type == "cpu":
+            moved[i] = x.to_device(dev)
+    return tuple(moved)
 
 
 def _check_batch_size(op: str, v: Any) -> int:

@@ -142,7 +142,7 @@ class Reader:
         in its place (capture worker processes read only their own steps this way)."""
         raise NotImplementedError
 
-    def _run(self, batch_size: int | None) -> Any:
+    def _run(self, batch_size: int | None, **args: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not support direct calls")
 
     def _state(self) -> dict:
@@ -234,12 +234,20 @@ class Reader:
         if captured is not None:
             captured.close()
 
-    def __call__(self, *, batch_size: int | None = None) -> Any:
+    # The arguments a direct call may take besides batch_size (the Numpy reader's regions of
+    # interest); a subclass's ``_run`` receives them.
+    _CALL_ARGS: tuple[str, ...] = ()
+
+    def __call__(self, *, batch_size: int | None = None, **args: Any) -> Any:
         """One direct call: the next batch (or sample) of the stream, ignoring epochs."""
+        for name in args:
+            if name not in self._CALL_ARGS:
+                raise TypeError(f"Reader `{type(self).__name__}` got an unexpected keyword argument "
+                                f"'{name}' in a call")
         bs = self._lock_batch_size(batch_size)
         self._lock_mode("run")
         self._mode, self._batch_size, self._started = "run", bs, True
-        return self._run(bs)
+        return self._run(bs, **{k: v for k, v in args.items() if v is not None})
 
     # -- state ------------------------------------------------------------------------
     def get_state(self, *, cuda_stream: Any = None) -> ReaderState:

@@ -139,7 +139,7 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
         else:
             raise _type_error(op, name, f"a scalar {k}", v)
     if k == INT:
-        if _is_int(v):
+        if _is_int(v) or isinstance(v, (bool, np.bool_)):  # True/False as 1/0 (mirror=True), as DALI
             return int(v)
         if isinstance(v, (float, np.floating)) and float(v).is_integer():
             return int(v)
@@ -228,6 +228,9 @@ class OpSchema:
     internal: bool = False
     capturable: bool | None = None  # capture mode may replay its calls (default: not internal)
     device_inputs: int | None = None  # how many leading inputs decide the device (None: all)
+    # True for DALI's "mixed" operators (the decoders): their GPU kernel reads host inputs. The
+    # inputs of other operators called with device="gpu" are moved to the GPU first.
+    host_inputs: bool = False
     kernels: dict[str, Callable] = field(default_factory=dict, repr=False)
     kernel_sources: dict[str, str] = field(default_factory=dict, repr=False)
     conflicts: dict[str, str] = field(default_factory=dict, repr=False)

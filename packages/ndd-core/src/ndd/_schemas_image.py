@@ -181,17 +181,18 @@ def _decoder_validate(op: str):
 
 DECODE = OpSchema(
     "decoders.image", args=dict(_DECODER_ARGS), infer=_decoder_infer,
-    validate=_decoder_validate("decoders.image"), provided_by=_PKG,
+    validate=_decoder_validate("decoders.image"), provided_by=_PKG, host_inputs=True,
     doc="Decode encoded images (JPEG, PNG, BMP, TIFF, WebP; a 1-D uint8 tensor each) to HWC.",
 )
 DECODE_CROP = OpSchema(
     "decoders.image_crop", args={**_DECODER_ARGS, **_CROP_WINDOW_ARGS}, infer=_decoder_infer,
-    validate=_decoder_validate("decoders.image_crop"), provided_by=_PKG,
+    validate=_decoder_validate("decoders.image_crop"), provided_by=_PKG, host_inputs=True,
     doc="Decode images and crop a window (arguments as in `crop`; the window must lie inside the image).",
 )
 DECODE_RANDOM_CROP = OpSchema(
     "decoders.image_random_crop", args={**_DECODER_ARGS, **_RANDOM_CROP_ARGS}, infer=_decoder_infer,
     validate=_decoder_validate("decoders.image_random_crop"), random=True, provided_by=_PKG,
+    host_inputs=True,
     doc="Decode images and crop a random window (area and aspect ratio as in `random_resized_crop`).",
 )
 
@@ -223,6 +224,7 @@ def _image_slice_schema() -> OpSchema:
         "decoders.image_slice", inputs=("data", "anchor", "shape_input"), min_inputs=1, device_inputs=1,
         args={**_DECODER_ARGS, **{n: SLICE.args[n] for n in _SLICE_WINDOW_ARGS}},
         infer=_image_slice_infer, validate=_decoder_validate("decoders.image_slice"), provided_by=_PKG,
+        host_inputs=True,
         doc="Decode images and cut a window, given as in `slice` (it must lie inside the image).",
     )
 

@@ -765,9 +765,13 @@ def _slice_axes(names: str, axes: Any, ndim: int, layout: str | None) -> tuple[i
 def _slice_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     m = inputs[0]
     has_inputs = any(x is not None for x in inputs[1:])
-    given = [n for n in _SLICE_ARGS[:6] if args[n] is not None]
+    per_sample = getattr(args, "batch_args", None) or {}
+    given = [n for n in _SLICE_ARGS[:6] if args[n] is not None or n in per_sample]
     if has_inputs and given:
         raise _arg_error("slice", given[0], "cannot be combined with the anchor and shape inputs")
+    if not has_inputs and not given:  # (DALI raises too: a slice of nothing is a mistake, not a copy)
+        raise ValueError("Operator `slice`: give the window as arguments (start/end, start/shape, "
+                         "rel_start/rel_shape, ...) or as the anchor and shape inputs")
     if args["start"] is not None and args["rel_start"] is not None:
         raise ValueError("Operator `slice`: arguments 'start' and 'rel_start' are mutually exclusive")
     if sum(args[n] is not None for n in ("end", "rel_end", "shape", "rel_shape")) > 1:

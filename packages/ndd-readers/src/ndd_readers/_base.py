@@ -90,14 +90,16 @@ class _Origin:
         return self.ds.describe(self.indices[i])
 
 
-def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool) -> Any:
-    """Read ``indices`` and wrap them as a tuple (or dict) of Batches or of Tensors."""
+def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool,
+                  read_many: Callable[[list[int]], list[Column]] | None = None) -> Any:
+    """Read ``indices`` (with ``read_many``, or as ``ds`` reads) and wrap them as a tuple
+    (or dict) of Batches or of Tensors."""
     if not batch_mode:
-        first = [ds.read(i) for i in indices][0]
+        first = [ds.read(i) for i in indices][0] if read_many is None else [c[0] for c in read_many(indices)]
         layouts = ds.layouts or (None,) * len(first)
         outs = tuple(Tensor._wrap(a, _dt(a), lay, CPU, a.ndim) for a, lay in zip(first, layouts))
     else:
-        cols = ds.read_many(indices)
+        cols = (read_many or ds.read_many)(indices)
         layouts = ds.layouts or (None,) * len(cols)
         origin = _Origin(ds, indices)
         outs = []
@@ -254,13 +256,18 @@ class StreamReader(Reader):
         finally:
             fetch.close()
 
-    def _run(self, batch_size: int | None) -> Any:
+    def _run(self, batch_size: int | None, **args: Any) -> Any:
         stream = self._init()
         indices, after = stream.take(stream.normalize(self._cursor, batch_size or 1), batch_size or 1,
                                      batch_size or 1)
-        out = build_outputs(self._ds, indices, batch_size is not None)
+        out = build_outputs(self._ds, indices, batch_size is not None, self._call_reader(indices, args))
         self._cursor = after
         return out
+
+    def _call_reader(self, indices: list[int], args: dict[str, Any]) -> Callable[[list[int]], list[Column]] | None:
+        """How a direct call with arguments ``args`` (see ``_CALL_ARGS``) reads ``indices``, as
+        ``Dataset.read_many`` does; None: as the dataset reads."""
+        return None
 
     def _state(self) -> dict:
         return {**self._init().state(self._cursor), "data": self._fingerprint()}

@@ -12,7 +12,7 @@ import numpy as np
 from ndd import Batch, Tensor
 from ndd._dtype import from_numpy
 
-from ._base import Dataset, StreamReader, check_files, matches, path_list
+from ._base import Dataset, StreamReader, check_files, columns, matches, path_list
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 _START_ARGS = ("roi_start", "rel_roi_start")
@@ -212,16 +212,18 @@ class NumpyDataset(Dataset):
             raise ValueError(f"{path} (sample {i}): holds an archive, not one array")
         return arr
 
-    def read(self, i: int) -> tuple[np.ndarray, ...]:
+    def read(self, i: int, roi: Roi | None = None) -> tuple[np.ndarray, ...]:
+        """Sample ``i`` (its region ``roi``, by default the reader's)."""
         path = self.paths[i]
-        if self.roi is None:
+        roi = self.roi if roi is None else roi if roi.active else None
+        if roi is None:
             arr = self._load(path, i, False)
             return (arr.astype(_native_dtype(arr, path, i), order="C", copy=False),)
         # Memory-map the file and copy out only the region: pages outside it are never read.
         arr = self._load(path, i, self.use_mmap)
         try:
             dt = _native_dtype(arr, path, i)
-            return (self.roi.read(arr, f"{path} (sample {i})").astype(dt, copy=False),)
+            return (roi.read(arr, f"{path} (sample {i})").astype(dt, copy=False),)
         finally:
             del arr
 
@@ -331,9 +333,10 @@ class Numpy(StreamReader):
         self._file_filter = file_filter
         self._files = None if files is None else path_list(files, "files")
         self._file_list = None if file_list is None else os.fspath(file_list)
-        self._roi = Roi(dict(roi_start=roi_start, rel_roi_start=rel_roi_start, roi_end=roi_end,
-                             rel_roi_end=rel_roi_end, roi_shape=roi_shape, rel_roi_shape=rel_roi_shape),
-                        roi_axes, out_of_bounds_policy, fill_value)
+        self._roi_args = dict(roi_start=roi_start, rel_roi_start=rel_roi_start, roi_end=roi_end,
+                              rel_roi_end=rel_roi_end, roi_shape=roi_shape, rel_roi_shape=rel_roi_shape)
+        self._roi_rest = (roi_axes, out_of_bounds_policy, fill_value)
+        self._roi = Roi(self._roi_args, *self._roi_rest)
         self._use_mmap = not dont_use_mmap
         super().__init__(
             max_batch_size, name, device, num_inputs, initial_fill=initial_fill, lazy_init=lazy_init,
@@ -344,6 +347,30 @@ class Numpy(StreamReader):
             shuffle_after_epoch=shuffle_after_epoch, shuffle_after_epoch_seed=shuffle_after_epoch_seed,
             enable_checkpointing=enable_checkpointing,
         )
+
+    _CALL_ARGS = _START_ARGS + _END_ARGS  # a direct call may give the region (per sample: a Batch)
+
+    def _call_reader(self, indices: list[int], args: dict[str, Any]) -> Any:
+        if not args:
+            return None
+        both = [k for k in args if self._roi_args[k] is not None]
+        if both:
+            raise ValueError(f"`{both[0]}` was given both to the reader's constructor and to the call")
+        rois = []
+        for j in range(len(indices)):
+            given = dict(self._roi_args)
+            for k, v in args.items():
+                if isinstance(v, Batch):
+                    if v.batch_size != len(indices):
+                        raise ValueError(f"`{k}` has {v.batch_size} samples for a batch of {len(indices)}")
+                    v = v.cpu().tensors[j]
+                given[k] = v
+            rois.append(Roi(given, *self._roi_rest))
+        ds = self._ds
+
+        def read_many(idx: list[int]) -> list:
+            return columns([ds.read(i, roi) for i, roi in zip(idx, rois)])
+        return read_many
 
     def _open(self) -> Dataset:
         root, files, lst = self._file_root, self._files, self._file_list
