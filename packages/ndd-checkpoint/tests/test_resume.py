@@ -205,3 +205,26 @@ def test_current_checkpoint_in_a_captured_loop(lmdb_path):
     assert (ck.register(reader), ck.register(rng)) == ("__op_0", "__op_1")
     train(reader, rng, True, sum(e > 2 for e in ref.ends), run)
     assert_continues(run, ref, 2)
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_an_rng_restored_alone_between_epochs(lmdb_path, capture):
+    """A checkpoint holding only the RNG, restored after each epoch: every epoch draws the
+    same angles, in capture mode as in eager mode (ours: DALI's capture mode raises)."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    rng = ndd.random.RNG(11)
+    ck = Checkpoint()
+    ck.register(rng, "rng")
+    ck.collect()
+    saved = ck.serialize()
+    angles = []
+    for _ in range(3):
+        epoch = []
+        for jpegs, _labels in reader.next_epoch(batch_size=4, capture=capture):
+            a = ndd.random.uniform(batch_size=4, range=[-20.0, 20.0], rng=rng)
+            ndd.rotate(ndd.decoders.image(jpegs, output_type=types.GRAY), angle=a, keep_size=True).evaluate()
+            epoch.append(np.asarray(ndd.as_tensor(a)).tolist())
+        angles.append(epoch)
+        ck.deserialize(saved)
+        ck.restore()
+    assert len(angles[0]) > 1 and angles[0] == angles[1] == angles[2]
