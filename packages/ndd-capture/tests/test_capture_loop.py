@@ -304,6 +304,32 @@ def test_an_rng_moved_between_epochs_draws_from_there_as_in_eager_mode(lmdb_path
     assert np.array_equal(eager[0][0][0], eager[0][5][0]) == (move == "restore")
 
 
+def test_with_a_feeder_an_rng_or_reader_moved_between_epochs_raises(lmdb_path):
+    """A body that reads an ExternalSource: moving the RNG or the reader between epochs
+    would drop the source's items read ahead, so it raises (the RNG error, as DALI does;
+    set_state says why) instead of losing them."""
+    def loop(move):
+        reader = ndd.readers.Caffe2(path=lmdb_path, enable_checkpointing=True)
+        feed = ndd.ExternalSource(np.full((B,), i, np.float32) for i in range(1000))
+        rng = ndd.random.RNG(0)
+        seen = []
+        for _ in range(2):
+            for _jpegs, _labels in reader.next_epoch(batch_size=B, capture=True):
+                seen.append(float(np.asarray(ndd.as_tensor(ndd.cast(feed(), dtype=ndd.float32))).ravel()[0]))
+                ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+            state = reader.get_state()
+            if move == "rng":
+                rng.seed = 5
+            else:
+                reader.set_state(state)
+        return seen
+
+    with pytest.raises(RuntimeError, match="The RNG of a captured operator was used unexpectedly"):
+        loop("rng")
+    with pytest.raises(RuntimeError, match="whose body reads an ExternalSource: the source's items read ahead"):
+        loop("reader")
+
+
 @pytest.mark.parametrize("change", ["extra", "dropped"])
 def test_rng_pattern_change_on_an_epochs_last_step_raises_after_that_step(lmdb_path, change):
     """Checked at the end of each step, not only when the next one begins: the last step of

@@ -559,12 +559,14 @@ def test_after_a_failed_step_the_next_epoch_goes_on_as_in_eager_mode(tmp_path, p
         assert f"cannot decode sample 1 (read from {tmp_path}: record 21 (key " in runs[capture][1][0]
 
 
-@pytest.mark.parametrize("body", ["skips the failing call", "catches its error"])
+@pytest.mark.parametrize("body", ["skips the failing call", "catches its error", "catches, then draws no angles"])
 @pytest.mark.parametrize("processes", [0, 2])
 def test_a_step_the_pipeline_cannot_compute_runs_as_in_eager_mode(tmp_path, processes, body):
     """Record 6 does not decode. The pipeline cannot compute its step, so that step's calls
     run eagerly: a body that does not decode on that step goes on, and one that catches
-    the decoder's error gets it from the call, as in eager mode; the steps after it replay."""
+    the decoder's error gets it from the call, as in eager mode (also when it then skips its
+    random call: the pipeline computes the later steps again from there); the steps after
+    it replay."""
     import cv2
 
     from ndd_readers._caffe2 import write_caffe2_lmdb
@@ -579,12 +581,15 @@ def test_a_step_the_pipeline_cannot_compute_runs_as_in_eager_mode(tmp_path, proc
         rng = ndd.random.RNG(3)
         seen = []
         for step, (jpegs, _) in enumerate(reader.next_epoch(batch_size=4, capture=capture)):
-            angles = ndd.random.uniform(batch_size=4, range=[-20.0, 20.0], rng=rng)
+            if body != "catches, then draws no angles":
+                angles = ndd.random.uniform(batch_size=4, range=[-20.0, 20.0], rng=rng)
             if body == "skips the failing call" and step == 1:
                 seen.append("skipped")
                 continue
             try:
                 x = ndd.decoders.image(jpegs)
+                if body == "catches, then draws no angles":  # after the call that fails
+                    angles = ndd.random.uniform(batch_size=4, range=[-20.0, 20.0], rng=rng)
                 x = ndd.rotate(x, angle=angles, keep_size=True)
                 seen.append(np.array(ndd.as_tensor(ndd.resize(x, size=[8, 8]))))
             except ValueError as e:
@@ -599,13 +604,13 @@ def test_a_step_the_pipeline_cannot_compute_runs_as_in_eager_mode(tmp_path, proc
         ndd.capture.set_worker_processes(None)
     assert len(captured) == len(eager) == 4 and captured_rng == eager_rng
     assert isinstance(eager[1], str) and captured[1] == eager[1]
-    if body == "catches its error":
+    if body != "skips the failing call":
         assert f"cannot decode sample 2 (read from {tmp_path}: record 6 (key " in eager[1]
     for k in (0, 2, 3):
         np.testing.assert_array_equal(captured[k], eager[k])
     assert report.eager_steps == 1
     decode = next(s for s in report.sites if s.op == "decoders.image")  # eager: traced, and the failed step's
-    assert decode.replayed == 2 and decode.eager == 1 + (body == "catches its error")
+    assert decode.replayed == 2 and decode.eager == 1 + (body != "skips the failing call")
 
 
 def test_a_dataset_changed_on_disk_is_named_as_such(tmp_path, capfd):

@@ -109,6 +109,28 @@ def test_device_gpu_on_host_images_is_captured_with_its_move(lmdb_path, processe
     assert all(s.captured and s.replayed == 4 for s in sites), str(ndd.capture.report())
 
 
+def test_device_gpu_on_two_host_inputs_moves_them_in_one_captured_call(lmdb_path):
+    """Two host inputs of one device="gpu" call move together (one call site, so strict
+    capture mode takes it), and the loop replays with eager mode's values."""
+    def loop(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        out = []
+        for jpegs, _ in reader.next_epoch(batch_size=B, capture=capture):
+            a = ndd.decoders.image(jpegs, output_type=types.GRAY)
+            b = ndd.flip(a, horizontal=1)
+            out.append(ndd.cat(a, b, axis=0, device="gpu").torch().cpu().numpy().copy())
+        return out
+
+    eager = loop(False)
+    captured = loop("strict")
+    assert len(eager) == len(captured) == 5
+    for x, y in zip(eager, captured):
+        np.testing.assert_array_equal(x, y)
+    sites = ndd.capture.report().sites
+    assert [s.op for s in sites] == ["decoders.image", "flip", "_to_device", "cat"]
+    assert all(s.captured and s.replayed == 4 for s in sites)
+
+
 def test_a_replayed_call_on_another_device_ends_the_loop(lmdb_path):
     """``device=`` is checked on every replayed call, whatever form it takes: "gpu",
     "gpu:0" and ``ndd.Device("gpu")`` are the traced device, ``.gpu(0)`` is ``.gpu()``; "cpu"
@@ -250,6 +272,42 @@ def test_a_corrupt_record_fails_the_same_way_in_a_split_pipeline(tmp_path):
     root = root(eager.value)
     assert str(root).startswith(f"Operator `decoders.image`: cannot decode sample 5 (read from {tmp_path}: record 13 "
                                 "(key ") and "corrupt or truncated JPEG" in str(root)
+
+
+def test_a_bad_sample_on_the_graphs_first_step_leaves_the_graph_on(tmp_path):
+    """The device graph takes its reference from the first pipeline step; a sample a GPU
+    operator refuses there (an image reshape cannot take) fails that step (the body catches
+    it), and the next step is the reference instead: the graph still replays the rest."""
+    rng = np.random.default_rng(1)
+    writers.write_caffe2_lmdb(str(tmp_path), [
+        (cv2.imencode(".png", rng.integers(0, 255, (16 if i == 6 else 8, 11, 3), np.uint8))[1].tobytes(), i)
+        for i in range(40)])  # record 6: step 1 (batch 4), the graph's first
+
+    def body(capture):
+        reader = ndd.readers.Caffe2(path=str(tmp_path))
+        out = []
+        for jpegs, _ in reader.next_epoch(batch_size=4, capture=capture):
+            images = ndd.decoders.image(jpegs)
+            try:
+                y = ndd.reshape(images, shape=[8, 33], device="gpu")
+                out.append(ndd.cast(y, dtype=ndd.float32).torch().cpu().numpy().copy())
+            except ValueError as e:
+                out.append(str(e))
+        return out
+
+    eager = body(False)
+    ndd.capture.set_worker_processes(2)
+    try:
+        captured = body(True)
+        report = ndd.capture.report()
+    finally:
+        ndd.capture.set_worker_processes(None)
+    assert len(captured) == len(eager) == 10
+    assert isinstance(eager[1], str) and captured[1] == eager[1]
+    for k in [0, *range(2, 10)]:
+        np.testing.assert_array_equal(captured[k], eager[k])
+    assert "replayed as one device graph" in report.worker, report.worker
+    assert report.device_graph.replayed >= 7 and report.eager_steps == 1  # (before: 0, the graph off for good)
 
 
 def test_resume_a_split_gpu_loop_from_a_mid_epoch_state(lmdb_path):

@@ -970,3 +970,26 @@ def test_file_list_labels_and_index_offsets_are_plain_decimals(tmp_path, tfrecor
     with pytest.raises(ValueError, match=re.escape("big.idx:1: invalid index entry '99999999999999999999 20'")):
         ndd.readers.TFRecord(path=tfrecord_file[0], index_path=tmp_path / "big.idx",
                              features={"label": tfr.FixedLenFeature([1], tfr.int64, -1)})
+
+
+def test_a_state_is_taken_by_the_same_data_read_with_other_options(tfrecord_file, tmp_path):
+    """The state's hash is of the records (the file, for Numpy), not of what the options
+    make of them: other features, in another order, or another region of interest."""
+    path, index = tfrecord_file
+    both = {"image": tfr.FixedLenFeature((), tfr.string, ""), "label": tfr.FixedLenFeature([1], tfr.int64, -1)}
+    r = ndd.readers.TFRecord(path=path, index_path=index, features=both, enable_checkpointing=True)
+    next(r.next_epoch(batch_size=3))
+    state = r.get_state()
+    for features in ({"label": both["label"], "image": both["image"]}, {"label": both["label"]}):
+        other = ndd.readers.TFRecord(path=path, index_path=index, features=features)
+        other.set_state(state)
+        labels = [np.asarray(b["label"].tensors[0]).tolist() for b in other.next_epoch(batch_size=3)]
+        assert labels[0] == [LABELS[3]]
+    for k in range(4):
+        np.save(tmp_path / f"{k}.npy", np.arange(6 * k, 6 * k + 6).reshape(2, 3))
+    r = ndd.readers.Numpy(file_root=tmp_path, enable_checkpointing=True)
+    next(r.next_epoch(batch_size=2))
+    region = ndd.readers.Numpy(file_root=tmp_path, roi_start=[1], roi_shape=[1], roi_axes=[0])
+    region.set_state(r.get_state())
+    (rows,) = next(region.next_epoch(batch_size=2))
+    assert np.asarray(rows.tensors[0]).tolist() == [[15, 16, 17]]

@@ -112,15 +112,18 @@ class DeviceGraph:
         """Kernel by kernel, taking each operator's host pass on its real inputs."""
         self.stats.kernel_by_kernel += 1
         sigs = []
-        try:
-            for node, ins, batch_args, state, _ in self.loop._node_calls(self.nodes, vals, k, self.staged):
+        for node, ins, batch_args, state, _ in self.loop._node_calls(self.nodes, vals, k, self.staged):
+            try:
                 arrays, sig = node.plan.graph_host(ins, batch_args, state)
-                sigs.append(_signature(sig, arrays))
+            except Exception as e:  # noqa: BLE001 - not graphable, unless the kernel fails too (below)
+                # A kernel error (a sample that does not decode) is the step's, not the graph's:
+                # it propagates, and the next step is the reference again.
                 self.loop._run_node(node, vals, ins, batch_args, state, self.staged)
-        except Exception as e:  # noqa: BLE001 - not graphable (the eager run below reports real errors)
-            self._off(f"{type(e).__name__}: {e}")
-            _finish_eagerly(self.loop, self.nodes, vals, k, self.staged)
-            return
+                self._off(f"{type(e).__name__}: {e}")
+                _finish_eagerly(self.loop, self.nodes, vals, k, self.staged)
+                return
+            sigs.append(_signature(sig, arrays))
+            self.loop._run_node(node, vals, ins, batch_args, state, self.staged)
         self.sigs = sigs
         self.shapes = {n.id: vals[n.id] for n in self.nodes}
         self.staged_standins = {("staged", nid): vals[("staged", nid)] for nid in self.staged}

@@ -829,6 +829,16 @@ class CaptureLoop:
         return DeviceGraph(self, make(dev.device_id or 0, self.ctx, on_caller_stream=not on_thread), processes,
                            1 if on_thread else _settings["graph_steps"])
 
+    def before_reader_restore(self) -> None:
+        """``reader.set_state`` is about to move the reader: :meth:`restart_source`, unless
+        ExternalSource feeders were read ahead, whose items would be lost (an error then)."""
+        if self.feeders and self.worker is not None:
+            raise RuntimeError(
+                "Cannot move the reader of a capture-mode loop whose body reads an ExternalSource: the "
+                "source's items read ahead for the dropped steps would be lost. Restore before the loop "
+                "starts, or read that source outside the loop body.")
+        self.restart_source()
+
     def restart_source(self) -> None:
         """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and
         re-read from the new position with the same graph; RNG schedules are re-based at
@@ -1069,14 +1079,14 @@ def reader_epoch(reader: Any, batch_size: int, ctx: Any, capture: Any) -> Iterat
         loop.reader = reader
         reader._capture_loop = loop
         loop.source = _Source(reader, batch_size)
-        reader._before_restore.append(loop.restart_source)
+        reader._before_restore.append(loop.before_reader_restore)
     return _reader_steps(reader, loop)
 
 
 def _detach(reader: Any, loop: CaptureLoop) -> None:
     """Part the reader from ``loop``, positioned after the last step the loop delivered (the
     read-ahead moved it further)."""
-    reader._before_restore.remove(loop.restart_source)
+    reader._before_restore.remove(loop.before_reader_restore)
     if loop.source is not None:
         loop.source.close()
     if reader._loop_state is not None:
@@ -1098,10 +1108,11 @@ def _end_epoch(reader: Any, loop: CaptureLoop) -> None:
 
 def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
     _tls.last_report = loop.report
-    if loop.worker is not None and not loop.rebase and loop.rngs_moved():
+    if loop.worker is not None and not loop.rebase and not loop.feeders and loop.rngs_moved():
         # An RNG moved between epochs (set_state, a checkpoint restore, eager draws): the steps
         # computed ahead drew from where it was; compute them again from where it is, as
-        # eager mode would draw (ours: DALI raises).
+        # eager mode would draw (ours: DALI raises). Not with feeders, whose items read ahead
+        # would be lost: the next step raises the RNG error then, as before.
         loop.restart_after(reader)
     epoch = None
     generation = loop.generation
@@ -1139,16 +1150,17 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
             (extra, outs), vals = item, None
         elif type(item) is EagerStep:
             extra, outs, vals = item.extra, item.outs, item.vals
-            loop.report.eager_steps += 1
         else:
             extra, outs, vals = item
         ep = extra[0]
         if epoch is None:
             epoch = ep
         elif ep != epoch:
-            loop.carry = (extra, outs) if vals is None else (extra, outs, vals)
+            loop.carry = item if type(item) is EagerStep else (extra, outs) if vals is None else (extra, outs, vals)
             _end_epoch(reader, loop)
             return
+        eager_step = type(item) is EagerStep
+        loop.report.eager_steps += eager_step
         tracing = loop.step < 0
         loop.tracing = tracing
         src, rebuild = _flatten(outs)
@@ -1185,6 +1197,11 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                 loop.release()  # feeders read in the trace are plain reads from now on
                 continue
             loop.start_worker(loop.source)
+        elif eager_step and not loop.feeders and loop.rngs_moved():
+            # The body ran this step's calls eagerly and drew other than the pipeline planned
+            # (it skipped a random call after catching the error): compute ahead again from here.
+            loop.restart_after(reader)
+            generation = loop.generation
         else:
             loop.end_step()
 

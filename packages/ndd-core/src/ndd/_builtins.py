@@ -167,40 +167,54 @@ def subscript(x: Tensor | Batch, index: Any) -> Any:
 
 
 def _to_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    """Upload a CPU batch to ``ctx.device`` through the GPU backend, on the context's stream."""
+    """Upload CPU batches to ``ctx.device`` through the GPU backend, on the context's stream
+    (one output per input)."""
     be = _convert.gpu_backend()
-    bd, dev, ec = inputs[0], ctx.device.device_id, ctx.eval_context
-    if bd.dense is not None:
-        return be.to_device(bd.dense, dev, ec)
-    return [be.to_device(s, dev, ec) for s in bd.samples]
+    dev, ec = ctx.device.device_id, ctx.eval_context
+    out = [be.to_device(bd.dense, dev, ec) if bd.dense is not None else [be.to_device(x, dev, ec) for x in bd.samples]
+           for bd in inputs]
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def upload_host(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple[list, Any]:
-    """Graph host stage of an upload (see ``Plan.graph_host``): the host batch's arrays,
+    """Graph host stage of an upload (see ``Plan.graph_host``): each host batch's arrays,
     one dense array or one per sample."""
-    bd = inputs[0]
-    if bd.dense is not None:
-        return [np.asarray(bd.dense)], "dense"
-    return [np.asarray(s) for s in bd.samples], "samples"
+    arrays, kinds = [], []
+    for bd in inputs:
+        if bd.dense is not None:
+            arrays.append(np.asarray(bd.dense))
+            kinds.append("dense")
+        else:
+            arrays.extend(np.asarray(x) for x in bd.samples)
+            kinds.append("samples")
+    return arrays, tuple(kinds)
 
 
 def upload_device(ctx: KernelContext, inputs: list[BatchData], uploaded: list, args: KernelArgs) -> Any:
-    """Graph device stage of an upload: the uploaded arrays are the result."""
-    return uploaded[0] if inputs[0].dense is not None else list(uploaded)
+    """Graph device stage of an upload: the uploaded arrays are the results."""
+    out, at = [], 0
+    for bd in inputs:
+        n = 1 if bd.dense is not None else len(bd.samples)
+        out.append(uploaded[at] if bd.dense is not None else list(uploaded[at:at + n]))
+        at += n
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 _to_gpu.graph_stages = (upload_host, upload_device)  # type: ignore[attr-defined]
 
 TO_DEVICE = OpSchema(
-    "_to_device", infer=lambda inputs, args: [inputs[0]], internal=True, capturable=True, host_inputs=True,
-    doc="A batch copied to another device: ``Batch.gpu()`` calls it, so capture mode replays the copy.",
+    "_to_device", variadic=True, infer=lambda inputs, args: list(inputs), internal=True, capturable=True,
+    host_inputs=True,
+    doc="Batches copied to another device (one output each): ``Batch.gpu()`` calls it, and an operator "
+        "called with device=\"gpu\" on host batches, so capture mode replays the copy.",
 )
 
 
-def to_device(b: Batch, device: Device) -> Batch:
-    """``b`` (on the CPU) copied to GPU ``device``, as an operator call."""
+def to_device(b: Batch, device: Device, *more: Batch) -> Any:
+    """``b`` (and ``more``; on the CPU) copied to GPU ``device``, as one operator call: one
+    batch, or a tuple of them."""
     _convert.gpu_backend()  # a clear error now when no usable GPU backend is installed
-    return _dispatch.call(TO_DEVICE, (b,), {"device": device})
+    return _dispatch.call(TO_DEVICE, (b, *more), {"device": device})
 
 
 BUILTINS = ((CAST, _cast_cpu), (CAST_LIKE, _cast_cpu), (SUBSCRIPT, _subscript_cpu), *RANDOM_OPS)

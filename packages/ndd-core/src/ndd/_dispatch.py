@@ -127,13 +127,24 @@ def _inputs_on(schema: OpSchema, inputs: tuple, device: Any) -> tuple:
         return inputs
     n = len(inputs) if schema.device_inputs is None else schema.device_inputs
     moved = list(inputs)
+    batches = []  # (position, batch) of the host batches: moved in one call (one capture site)
     for i, x in enumerate(inputs[:n]):
         if x is None:
             continue
         if not isinstance(x, (Tensor, Batch)):
             x = _as_input(schema.name, x)
-        if x._device.device_type == "cpu":
+        if x._device.device_type != "cpu":
+            continue
+        if isinstance(x, Batch):
+            batches.append((i, x))
+        else:
             moved[i] = x.to_device(dev)
+    if batches:
+        from ._builtins import to_device
+
+        out = to_device(batches[0][1], dev, *(b for _, b in batches[1:]))
+        for (i, _), b in zip(batches, out if len(batches) > 1 else (out,)):
+            moved[i] = b
     return tuple(moved)
 
 

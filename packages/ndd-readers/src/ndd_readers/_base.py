@@ -73,6 +73,12 @@ class Dataset:
         """Names sample ``i`` (file, record) for error messages."""
         return f"sample {i}"
 
+    def identity(self, i: int) -> bytes:
+        """Bytes that stand for sample ``i``'s data whatever the reader's options (the state's
+        hash of a few samples, see ``StreamReader._fingerprint``): by default its first output."""
+        a = self.read(i)[0]
+        return f"{a.dtype.str}{a.shape}".encode() + (a.tobytes() if a.dtype != object else repr(a).encode())
+
     def close(self) -> None:
         """Release files and handles."""
 
@@ -286,20 +292,18 @@ class StreamReader(Reader):
         return sorted({0, n // 3, 2 * n // 3, n - 1}) if n else []
 
     def _fingerprint(self) -> str:
-        """A hash of a few samples' first output (ours): a state restored into a reader over
-        other data of the same size is refused, where only the size, sharding and shuffling
-        are in the state itself. Not of paths (a dataset moved elsewhere keeps its states),
-        nor of the other outputs (labels, boxes), which the reader's options may change."""
+        """A hash of a few samples' data (ours, see ``Dataset.identity``): a state restored
+        into a reader over other data of the same size is refused, where only the size,
+        sharding and shuffling are in the state itself. Not of paths (a dataset moved
+        elsewhere keeps its states), nor of what the reader's options change (labels,
+        features read, regions)."""
         if self._data_hash is None:
             h = hashlib.blake2b(digest_size=8)
             for i in self._probes():
                 try:
-                    a = self._ds.read(i)[0]
+                    h.update(self._ds.identity(i))
                 except Exception as e:  # noqa: BLE001 - a sample the epoch will report when it reads it
                     h.update(type(e).__name__.encode())
-                    continue
-                h.update(f"{a.dtype.str}{a.shape}".encode())
-                h.update(a.tobytes() if a.dtype != object else repr(a).encode())
             self._data_hash = h.hexdigest()
         return self._data_hash
 

@@ -34,6 +34,9 @@ class Caffe2Dataset(Dataset):
     def read(self, i: int) -> tuple[np.ndarray, ...]:
         return self._parse(i, self.source.read(i))
 
+    def identity(self, i: int) -> bytes:
+        return bytes(self.source.read(i))  # the record, whatever layout it is read with
+
     def _parse(self, i: int, value: bytes) -> tuple[np.ndarray, ...]:
         try:
             return parse_caffe2_record(value, **self.args)
