@@ -993,3 +993,16 @@ def test_a_state_is_taken_by_the_same_data_read_with_other_options(tfrecord_file
     region.set_state(r.get_state())
     (rows,) = next(region.next_epoch(batch_size=2))
     assert np.asarray(rows.tensors[0]).tolist() == [[15, 16, 17]]
+
+
+def test_numpy_integers_for_integer_arguments(file_tree):
+    """Sharding and shuffling arguments may be NumPy integers (as from np.arange or a
+    config array); the state still serialises."""
+    r = ndd.readers.File(file_root=file_tree, shard_id=np.int64(1), num_shards=np.int32(2), seed=np.int64(3),
+                         initial_fill=np.int16(4), prefetch_queue_depth=np.uint8(2), random_shuffle=True,
+                         enable_checkpointing=True)
+    first = [np.asarray(b[1].tensors[0]).tolist() for b in r.next_epoch(batch_size=2)]
+    plain = ndd.readers.File(file_root=file_tree, shard_id=1, num_shards=2, seed=3, initial_fill=4,
+                             random_shuffle=True)
+    assert first == [np.asarray(b[1].tensors[0]).tolist() for b in plain.next_epoch(batch_size=2)]
+    assert ndd.ReaderState(str(r.get_state())).to_dict()["state"]["config"]["num_shards"] == 2

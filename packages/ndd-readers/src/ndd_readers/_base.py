@@ -193,6 +193,7 @@ class StreamReader(Reader):
     ) -> None:
         super().__init__(max_batch_size, name, device, num_inputs, enable_checkpointing=enable_checkpointing)
         check_sharding(shard_id, num_shards)
+        shard_id, num_shards = int(shard_id), int(num_shards)  # (NumPy integers: the state is JSON)
         stick_to_shard = flag(stick_to_shard, "stick_to_shard")
         pad_last_batch = flag(pad_last_batch, "pad_last_batch")
         random_shuffle = flag(random_shuffle, "random_shuffle")
@@ -202,13 +203,15 @@ class StreamReader(Reader):
         for arg, v in (("read_ahead", read_ahead), ("skip_cached_images", skip_cached_images),
                        ("dont_use_mmap", dont_use_mmap)):
             flag(v, arg)  # checked, though they have no effect here
-        if isinstance(prefetch_queue_depth, bool) or not isinstance(prefetch_queue_depth, int) \
+        if isinstance(prefetch_queue_depth, (bool, np.bool_)) or not isinstance(prefetch_queue_depth, (int, np.integer)) \
                 or prefetch_queue_depth < 1:
             raise ValueError(f"prefetch_queue_depth must be an integer >= 1, got {prefetch_queue_depth!r}")
-        if isinstance(initial_fill, bool) or not isinstance(initial_fill, int) or initial_fill < 0:
+        if isinstance(initial_fill, (bool, np.bool_)) or not isinstance(initial_fill, (int, np.integer)) \
+                or initial_fill < 0:
             raise ValueError(f"initial_fill must be an integer >= 0, got {initial_fill!r}")
-        if not isinstance(seed, int) or isinstance(seed, bool):
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, (bool, np.bool_)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
+        prefetch_queue_depth, initial_fill, seed = int(prefetch_queue_depth), int(initial_fill), int(seed)
         self._stream_args = dict(
             shard_id=shard_id, num_shards=num_shards, stick_to_shard=stick_to_shard,
             pad_last_batch=pad_last_batch, random_shuffle=random_shuffle, initial_fill=initial_fill,

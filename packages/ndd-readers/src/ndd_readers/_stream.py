@@ -63,9 +63,10 @@ class Cursor:
 
 def check_sharding(shard_id: int, num_shards: int) -> None:
     """ValueError for ``num_shards < 1`` or ``shard_id`` outside ``[0, num_shards)``."""
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
+    if isinstance(num_shards, (bool, np.bool_)) or not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
         raise ValueError(f"num_shards must be an integer >= 1, got {num_shards!r}")
-    if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
+    if isinstance(shard_id, (bool, np.bool_)) or not isinstance(shard_id, (int, np.integer)) \
+            or not 0 <= shard_id < num_shards:
         raise ValueError(f"shard_id must be in [0, num_shards={num_shards}), got {shard_id!r}")
 
 
