@@ -407,6 +407,7 @@ def test_state_errors(file_tree, caffe2_db):
     ("initial_fill", 0, "field 'initial_fill' must be an integer of at least 1, got 0"),
     ("seed", None, "field 'seed' must be an integer, got None"),
     ("offset", None, "field 'offset' must be an integer of at least 0, got None"),
+    ("config", "x", "Corrupted reader state: missing or bad field"),
 ])
 def test_a_tampered_state_is_refused_naming_its_field(file_tree, field, value, message):
     """A state whose fields a reader could not have written (edited, or from a bug) is

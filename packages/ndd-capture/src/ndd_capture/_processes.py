@@ -228,9 +228,9 @@ def child_main(conn: Any, j: int, workers: int, shm_fd: int) -> None:
 # a slot out into fresh arrays. The first step sizes every slot (twice its bytes); a later
 # step that does not fit its slot gets a new region, twice its size, at the end of the file
 # (the old one is left unused: the regions at most double the memory). A step larger than
-# _SLOT_MAX_BYTES, and every step where there is no memfd_create, goes through the socket. (Pickling the arrays
-# themselves cost ~360 µs a step on the MNIST-like loop, the socket ~190 µs, shared memory
-# ~86 µs.)
+# _SLOT_MAX_BYTES, and every step where there is no memfd_create, goes through the socket.
+# (Pickling the arrays themselves cost ~360 µs a step on the MNIST-like loop, the socket
+# ~190 µs, shared memory ~86 µs.)
 #
 # On x86-64 the two sides also count through the control words: the child publishes a step
 # by raising its count of steps made, and takes credit from the parent's count of steps

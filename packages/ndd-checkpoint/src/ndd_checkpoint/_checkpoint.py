@@ -42,6 +42,8 @@ class _Entry(NamedTuple):
 
 # -- file name patterns ----------------------------------------------------------------
 _DECIMAL_SPEC = re.compile(r"(0[1-9][0-9]*)?d?")  # plain decimal, optionally zero-padded
+
+
 def _parse_pattern(pattern: str) -> tuple[str, re.Pattern]:
     """The glob and the regex (group ``seq``) of a pattern with exactly one ``{seq}`` field."""
     globs, regex, seen = [], ["^"], False

@@ -283,8 +283,9 @@ class StreamReader(Reader):
 
     def _restore(self, state: dict) -> None:
         stream = self._init()
-        saved = state.get("data")  # (states written before it was kept have none)
-        if saved is not None and state.get("config", {}).get("size") == stream.size and saved != self._fingerprint():
+        saved, config = state.get("data"), state.get("config")  # (states written before the hash have none)
+        same_size = isinstance(config, dict) and config.get("size") == stream.size  # (else restore says why)
+        if saved is not None and same_size and saved != self._fingerprint():
             raise ValueError("The state was saved by a reader over other data of the same size: the samples "
                              f"at positions {', '.join(map(str, self._probes()))} (hashed into the state) are "
                              "not this reader's")
