@@ -508,3 +508,37 @@ def test_decoders_with_device_gpu_read_host_inputs():
     images = ndd.decoders.image(ndd.as_batch([jpeg, jpeg]), device="gpu")
     assert images.device == ndd.Device("gpu:0")
     assert np.asarray(images.cpu().tensors[1]).tolist() == np.full((4, 5, 3), 77).tolist()
+
+
+@pytest.mark.parametrize("host", ["batch", "array"])
+def test_a_gpu_input_with_a_host_input_needs_device_gpu(host):
+    """With ``device=None`` an operator runs where its GPU input is; a second input on the
+    host is refused with the input's index (as DALI refuses mixed arithmetic), where it used to
+    reach the GPU kernel. ``device="gpu"`` moves it (and the result is the two moved by hand)."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = ndd.as_batch([a, a + 1]).gpu()
+    h = ndd.as_batch([a * 2, a * 3]) if host == "batch" else a * 2
+    with pytest.raises(ValueError, match=r"`cat`: input 1 is on the CPU but another input is on gpu:0"):
+        ndd.cat(g, h)
+    got = ndd.cat(g, h, device="gpu")
+    hb = h if host == "batch" else ndd.as_batch([h, h])
+    want = ndd.cat(g, hb.gpu())
+    assert got.device == ndd.Device("gpu:0")
+    for x, y in zip(got.cpu(), want.cpu()):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("fill", ["literal", "array", "host batch", "gpu batch"])
+def test_full_like_on_the_gpu_takes_its_fill_value_from_the_host(fill):
+    """full_like's fill value acts as an argument: it may stay on the host (a Python number
+    above all) and is copied to the device of data_like; the result equals the CPU one."""
+    a = np.zeros((2, 3), np.float32)
+    like = ndd.as_batch([a, a])
+    value = {"literal": 3, "array": np.array([1, 2, 3], np.float32),
+             "host batch": ndd.as_batch([np.float32(5), np.float32(6)]),
+             "gpu batch": ndd.as_batch([np.float32(5), np.float32(6)]).gpu()}[fill]
+    got = ndd.full_like(like.gpu(), value)
+    want = ndd.full_like(like, value.cpu() if fill == "gpu batch" else value)
+    assert got.device == ndd.Device("gpu:0")
+    for x, y in zip(got.cpu(), want):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

@@ -151,7 +151,7 @@ def _to_index(c: tuple, extras: list[BatchData], i: int) -> Any:
 
 SUBSCRIPT = OpSchema(
     "_subscript", variadic=True, args={"index": Arg(ANY, required=True)},
-    infer=_subscript_infer, internal=True,
+    infer=_subscript_infer, internal=True, host_args_from=1,
 )
 
 

@@ -185,6 +185,8 @@ def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]
                 dev = x._device
         if dev is None:
             dev = CPU if any(x is not None for x in ins) else Device.current()
+        elif not schema.host_inputs:
+            _check_none_on_host(op, ins if schema.host_args_from is None else ins[:schema.host_args_from], dev)
     kernels = schema.kernels
     if not kernels:  # an internal op used before anything loaded the plugins
         _plugins.ensure_loaded()
@@ -205,6 +207,17 @@ def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]
     if schema.conflicts and dev.device_type in schema.conflicts:
         raise RuntimeError(schema.conflicts[dev.device_type])
     return dev, kernel
+
+
+def _check_none_on_host(op: str, ins: list, dev: Device) -> None:
+    """An operator whose device was inferred from a GPU input takes no host input (DALI's
+    rule for arithmetic); ``device="gpu"`` moves them instead (``_inputs_on``)."""
+    for i, x in enumerate(ins):
+        if x is not None and x._device.device_type == "cpu":
+            raise ValueError(
+                f"Operator `{op}`: input {i} is on the CPU but another input is on {dev}; "
+                f'move it with .gpu(), or pass device="gpu" to move every CPU input'
+            )
 
 
 def _missing_message(schema: OpSchema) -> str:

@@ -307,6 +307,7 @@ def _schema(kind: str) -> OpSchema:
     return OpSchema(
         op,
         inputs=("data", "mean") if deviation else ("input",),
+        host_args_from=1 if deviation else None,  # the mean may be given on the host
         args=args,
         infer=_infer(kind),
         validate=lambda a: _check_exclusive(op, a),

@@ -231,6 +231,9 @@ class OpSchema:
     # True for DALI's "mixed" operators (the decoders): their GPU kernel reads host inputs. The
     # inputs of other operators called with device="gpu" are moved to the GPU first.
     host_inputs: bool = False
+    # Inputs from this index on act as arguments: a GPU kernel reads them on the host, so they
+    # may stay there when the operator runs on a GPU (slice's anchor, warp_affine's matrices).
+    host_args_from: int | None = None
     kernels: dict[str, Callable] = field(default_factory=dict, repr=False)
     kernel_sources: dict[str, str] = field(default_factory=dict, repr=False)
     conflicts: dict[str, str] = field(default_factory=dict, repr=False)

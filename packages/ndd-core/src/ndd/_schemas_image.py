@@ -395,7 +395,7 @@ def _warp_validate(args: dict) -> None:
 
 
 WARP_AFFINE = OpSchema(
-    "warp_affine", inputs=("data", "mtx"), min_inputs=1,
+    "warp_affine", inputs=("data", "mtx"), min_inputs=1, host_args_from=1,
     args={
         "matrix": Arg(FLOATS, None, per_sample=True, doc="2x3 matrix (row-major); or the second input"),
         "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); default: the input size"),

@@ -219,6 +219,7 @@ RESHAPE = OpSchema(
     "reshape",
     inputs=("data", "shape_input"),
     min_inputs=1,
+    host_args_from=1,
     args={
         "shape": Arg(INTS, per_sample=True, doc="output shape; one extent may be -1"),
         "rel_shape": Arg(FLOATS, per_sample=True, doc="output shape relative to the input shape"),
@@ -604,7 +605,7 @@ ZEROS_LIKE = OpSchema("zeros_like", inputs=("data_like",), args={"dtype": _LIKE_
                       doc="Zeros with the shape (and, by default, the type) of data_like.")
 ONES_LIKE = OpSchema("ones_like", inputs=("data_like",), args={"dtype": _LIKE_DTYPE_ARG}, infer=_like_infer,
                      doc="Ones with the shape (and, by default, the type) of data_like.")
-FULL_LIKE = OpSchema("full_like", inputs=("data_like", "fill_value"), infer=_full_like_infer,
+FULL_LIKE = OpSchema("full_like", inputs=("data_like", "fill_value"), infer=_full_like_infer, host_args_from=1,
                      doc="fill_value (broadcast) with the shape of data_like.")
 
 # -- pad ----------------------------------------------------------------------------
@@ -916,6 +917,7 @@ SLICE = OpSchema(
     "slice",
     inputs=("data", "anchor", "shape_input"),
     min_inputs=1,
+    host_args_from=1,
     args={
         "start": Arg(FLOATS, per_sample=True, doc="absolute start coordinates"),
         "end": Arg(FLOATS, per_sample=True, doc="absolute end coordinates"),

@@ -223,6 +223,7 @@ COIN_FLIP = OpSchema(
 )
 CHOICE = OpSchema(
     "random.choice", validate=_validator("random.choice"), inputs=("a", "shape_like"), min_inputs=1, random=True,
+    host_args_from=0,
     args={"p": Arg(FLOATS, per_sample=True), "shape": Arg(INTS, per_sample=True)},
     infer=_choice_infer,
     doc="Values picked from ``a`` (a 1-D tensor, or an int n meaning range(n)), with "

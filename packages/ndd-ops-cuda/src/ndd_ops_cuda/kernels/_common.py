@@ -138,6 +138,13 @@ def host_batch(bd: BatchData | None) -> BatchData | None:
     return BatchData(samples=[to_host(s) for s in bd.samples])
 
 
+def device_batch(bd: BatchData, device: torch.device) -> BatchData:
+    """``bd`` with its host samples uploaded to ``device`` (device samples as they are)."""
+    if bd.dense is not None:
+        return bd if isinstance(bd.dense, torch.Tensor) else BatchData(dense=upload(bd.dense, device))
+    return BatchData(samples=[s if isinstance(s, torch.Tensor) else upload(s, device) for s in bd.samples])
+
+
 def stacked(bd: BatchData) -> torch.Tensor | None:
     """The batch as one tensor with a leading batch dim (stacked once), None when ragged."""
     if bd.dense is not None:

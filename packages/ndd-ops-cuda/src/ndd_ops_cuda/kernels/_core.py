@@ -20,7 +20,7 @@ import torch
 import ndd
 from ndd.plugins import BatchData, KernelArgs, KernelContext, arithm_result_types, cast_plan
 
-from ._common import SIGNED_TWIN, device_of, host_batch, numpy_dtype, stacked, torch_dtype
+from ._common import SIGNED_TWIN, device_batch, device_of, host_batch, numpy_dtype, stacked, torch_dtype
 
 # -- running core's CPU kernel on the host -------------------------------------------------
 
@@ -57,16 +57,20 @@ def via_host(op: str, host_inputs: tuple[int, ...] | None = None) -> Callable:
     return kernel
 
 
-def on_device(op: str, host_inputs: tuple[int, ...] = ()) -> Callable:
+def on_device(op: str, host_inputs: tuple[int, ...] = (), uploaded: tuple[int, ...] = ()) -> Callable:
     """Core's CPU kernel of ``op`` run on the device tensors themselves: for operators whose
     kernel only reshapes (a view, no copy); inputs in ``host_inputs`` (shapes given as a
-    batch) are read on the host."""
+    batch) are read on the host, those in ``uploaded`` (full_like's fill value, which may
+    stay on the host) are copied to the device of the others."""
     cpu: list = []
 
     def kernel(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
         if not cpu:
             cpu.append(ndd.plugins.schemas()[op].kernels["cpu"])
         ins = [host_batch(bd) if i in host_inputs and bd is not None else bd for i, bd in enumerate(inputs)]
+        if uploaded:
+            dev = device_of(ctx, inputs[:1])
+            ins = [device_batch(bd, dev) if i in uploaded else bd for i, bd in enumerate(ins)]
         return cpu[0](ctx, ins, args)
 
     kernel.__name__ = kernel.__qualname__ = f"{op}_gpu"
@@ -307,7 +311,8 @@ def transpose_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
 # run them on the device; the random ops run core's CPU kernel on host copies.
 HOST_KERNELS: dict[str, Callable] = {
     "reshape": on_device("reshape", host_inputs=(1,)),
-    **{op: on_device(op) for op in ("squeeze", "expand_dims", "cat", "stack", "full", "full_like", "ones",
+    "full_like": on_device("full_like", uploaded=(1,)),
+    **{op: on_device(op) for op in ("squeeze", "expand_dims", "cat", "stack", "full", "ones",
                                     "ones_like", "zeros", "zeros_like")},
     "random.uniform": via_host("random.uniform", ()),
     "random.normal": via_host("random.normal", ()),
