@@ -110,6 +110,7 @@ def test_loader_state_resumes_exactly(tree: pathlib.Path, stop: int) -> None:
     assert len(_epoch(loader, stop=stop)) == stop
     state = loader.state_dict()
     json.dumps(state)  # plain data: fits torch.save, DCP or a JSON file
+    loader.load_state_dict(state)  # a bare iter() would start a new epoch, as torchdata's nodes do
     rest = _epoch(loader)  # the interrupted epoch's remainder, or the next epoch after a full one
     after = _epoch(loader)
 
@@ -210,3 +211,82 @@ def test_checkpointing_disabled_gives_an_empty_state(tree: pathlib.Path) -> None
     assert loader.state_dict()["root"] is not None and node.state_dict() == {}
     with pytest.raises(ValueError, match="checkpointing disabled"):
         nodes.Reader(ndd.readers.File, batch_size=B, file_root=str(tree)).reset({})
+
+
+# -- iterating a Loader again after a ``break`` ------------------------------------------
+
+
+def _npy_dir(root: pathlib.Path, n: int) -> pathlib.Path:
+    """``n`` .npy files in name order, file i holding the single value i."""
+    root.mkdir(exist_ok=True)
+    for i in range(n):
+        np.save(root / f"s{i:03d}.npy", np.array([i], np.int32))
+    return root
+
+
+def _with_prefetcher(node: tn.BaseNode, prefetch: int | None) -> tn.Loader:
+    return tn.Loader(node if prefetch is None else tn.Prefetcher(node, prefetch_factor=prefetch))
+
+
+def _npy_loader(root: pathlib.Path, prefetch: int | None, batch: int = 2, **reader_args) -> tn.Loader:
+    node = nodes.Reader(ndd.readers.Numpy, batch_size=batch, file_root=str(root), output_names=["x"],
+                        **reader_args)
+    return _with_prefetcher(nodes.ToTorch(node), prefetch)
+
+
+def _samples(loader: tn.Loader, stop: int | None = None) -> list[list[int]]:
+    """The sample values of each batch of one pass over ``loader`` (``break`` after ``stop``)."""
+    out = []
+    for item in loader:
+        x = item[0] if isinstance(item, tuple) else item
+        out.append([int(v) for v in np.asarray(x).reshape(-1)])
+        if len(out) == stop:
+            break
+    return out
+
+
+@pytest.mark.parametrize("prefetch", [None, 1, 2, 4])
+def test_iterating_again_after_a_break_starts_a_new_epoch_as_torchdata_does(
+        tmp_path: pathlib.Path, prefetch: int | None) -> None:
+    """A new ``iter(loader)`` after a ``break`` gives a whole epoch, as with torchdata's own nodes,
+    whatever a Prefetcher had read ahead (it used to go on from the prefetcher's position, so
+    the batches it held were lost: 6..11 instead of 4..11 or 0..11)."""
+    root = _npy_dir(tmp_path / "npy", 12)
+    whole = [[2 * i, 2 * i + 1] for i in range(6)]
+
+    reference = _with_prefetcher(tn.Batcher(tn.IterableWrapper(range(12)), batch_size=2), prefetch)
+    ref_runs = [_samples(reference, stop=2), _samples(reference), _samples(reference, stop=1), _samples(reference)]
+    assert ref_runs == [whole[:2], whole, whole[:1], whole]  # torchdata: each new iter() restarts
+
+    loader = _npy_loader(root, prefetch)
+    assert [_samples(loader, stop=2), _samples(loader), _samples(loader, stop=1), _samples(loader)] == ref_runs
+
+
+@pytest.mark.parametrize("prefetch", [None, 3])
+@pytest.mark.parametrize("checkpointing", [True, False])
+@pytest.mark.parametrize("stop", [1, 3, 6])
+def test_a_new_epoch_after_a_break_is_the_one_an_uninterrupted_run_gives(
+        tmp_path: pathlib.Path, stop: int, checkpointing: bool, prefetch: int | None) -> None:
+    """Shuffled, with the last batch topped up from the next epoch (11 samples, batches of 2):
+    the epoch after a ``break`` (after the last batch too, before the loader saw the end) is
+    the next epoch of a run that never broke off. Without checkpointing the rest is read."""
+    root = _npy_dir(tmp_path / "npy", 11)
+    args = dict(random_shuffle=True, seed=5, enable_checkpointing=checkpointing)
+    plain = _npy_loader(root, None, **args)
+    epochs = [_samples(plain) for _ in range(3)]
+    assert len(epochs[0]) == 6 and epochs[0] != epochs[1]
+    loader = _npy_loader(root, prefetch, **args)
+    assert _samples(loader, stop=stop) == epochs[0][:stop]
+    assert _samples(loader) == epochs[1]
+    assert _samples(loader, stop=2) == epochs[2][:2]
+
+
+def test_continuing_an_epoch_after_a_break_goes_through_the_state(tmp_path: pathlib.Path) -> None:
+    """The way to go on with an interrupted epoch: reload the loader's own state, which is
+    that of the last batch the loop got, not the prefetcher's read-ahead position."""
+    root = _npy_dir(tmp_path / "npy", 12)
+    loader = _npy_loader(root, 4)
+    assert _samples(loader, stop=2) == [[0, 1], [2, 3]]
+    loader.load_state_dict(loader.state_dict())
+    assert _samples(loader) == [[4, 5], [6, 7], [8, 9], [10, 11]]
+    assert _samples(loader)[0] == [0, 1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ import torchdata.nodes as tn
 
 from .._batch import Batch
 from .._reader import Reader as _ReaderBase
+from .._reader import ReaderState
 from .._tensor import Tensor
 from ..random import RNG
 
@@ -63,8 +65,11 @@ class Reader(_Node):
     ``reader_type`` is a reader class (``ndd.readers.File``, ...) built here with
     ``**kwargs``; ``batch_size`` is passed to ``next_epoch`` (None: samples);
     ``output_names`` name the outputs (default ``("data", "label")`` for two outputs; a
-    reader with named outputs, such as TFRecord, gives its own dict). Each ``reset``
-    starts the next epoch, or finishes one left early. ``rngs`` (ours): RNGs whose state is
+    reader with named outputs, such as TFRecord, gives its own dict). Each ``reset()``
+    without a state starts the next epoch, as torchdata's own nodes do: the rest of an epoch
+    left early (a ``break``) is skipped, however far a ``Prefetcher`` downstream had read
+    ahead. To continue an epoch after a ``break``, ``loader.load_state_dict(loader.state_dict())``
+    before iterating again. ``rngs`` (ours): RNGs whose state is
     saved and restored with the reader's, such as the ones the mapping functions draw from;
     the mapping must then run on the thread that calls this node (put a ``Prefetcher`` after
     the mapper, not between this node and it).
@@ -89,6 +94,8 @@ class Reader(_Node):
             if not isinstance(rng, RNG):
                 raise TypeError(f"rngs[{key!r}] must be an ndd.random.RNG, got {type(rng).__name__}")
         self._epoch: Iterator | None = None
+        self._epoch_start: ReaderState | None = None  # the reader's state when ``_epoch`` began
+        self._epoch_done = False  # ``_epoch`` raised StopIteration
 
     @property
     def reader(self) -> _ReaderBase:
@@ -111,7 +118,11 @@ class Reader(_Node):
     def next(self) -> dict[str, Any]:
         if self._epoch is None:
             raise RuntimeError("Reader.next() called before reset(). Call reset() first.")
-        outputs = next(self._epoch)
+        try:
+            outputs = next(self._epoch)
+        except StopIteration:
+            self._epoch_done = True
+            raise
         if isinstance(outputs, dict):
             return dict(outputs)
         return dict(zip(self._names(len(outputs)), outputs))
@@ -129,7 +140,29 @@ class Reader(_Node):
             self._reader.set_state(state)
             for key, rng in self._rngs.items():
                 rng.set_state(initial_state["rngs"][key])
+        else:
+            self._skip_rest_of_epoch()
         self._epoch = iter(self._reader.next_epoch(batch_size=self._batch_size))
+        self._epoch_done = False
+        self._epoch_start = self._reader.get_state() if self._reader._checkpointing else None
+
+    def _skip_rest_of_epoch(self) -> None:
+        """Move the reader past the rest of an epoch left early. Not from the reader's own
+        position: a ``Prefetcher`` downstream may have taken batches the loop never got, and
+        torchdata's ``reset(None)`` does not say which (ours; torchdata's nodes restart too)."""
+        if self._epoch is None or self._epoch_done:
+            return
+        reader = self._reader
+        if self._epoch_start is not None and "skip" in inspect.signature(reader._epoch).parameters:
+            # From the epoch's start, each step skipped unread (core's ``Reader._epoch`` hook):
+            # this stops at the epoch's end even when the last batch was taken but not its end.
+            reader.set_state(self._epoch_start)
+            for _ in reader._epoch(reader._batch_size, skip=lambda: True):
+                pass
+        else:  # a reader without checkpointing or skipping: read the rest
+            for _ in self._epoch:
+                pass
+        self._epoch = None
 
     def get_state(self) -> dict[str, Any]:
         """The position after the last batch returned (ours; DALI returns ``{}``). ``{}`` for a
