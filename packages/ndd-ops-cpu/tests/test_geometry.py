@@ -292,6 +292,33 @@ def test_rotate_right_angles_exact(rng):
     np.testing.assert_array_equal(as_np(ndd.rotate(img, angle=-90)), np.rot90(img, 3))
 
 
+@pytest.mark.parametrize("interp", [types.INTERP_LINEAR, types.INTERP_NN])
+@pytest.mark.parametrize("angle", [90, -90, 180, 270, -450])
+def test_right_angles_read_pixels_exactly_whatever_their_neighbours(angle, interp):
+    """At multiples of 90 degrees every output pixel is one input pixel (np.rot90), for
+    integer types too, and a NaN fill or NaN / huge neighbours do not leak through the
+    zero-weight taps of the interpolation (they used to: OpenCV multiplies them by 0)."""
+    x = np.array([[2.0, np.nan, 1e30], [3.0, 1.0, -7.5]], np.float32)
+    k = (angle // 90) % 4
+    for fill in (None, float("nan")):
+        got = as_np(ndd.rotate(x, angle=angle, interp_type=interp, fill_value=fill))
+        np.testing.assert_array_equal(got, np.rot90(x, k))
+    line = np.arange(9, dtype=np.int16).reshape(1, 9) * 10
+    got = as_np(ndd.rotate(line, angle=angle, keep_size=True, interp_type=interp, fill_value=-1))
+    want = np.full((1, 9), -1, np.int16)
+    want[0, 4] = 40  # only the centre pixel stays inside a 1x9 canvas turned by 90 degrees
+    np.testing.assert_array_equal(got, want if k % 2 else np.rot90(line, k))
+    square = np.arange(16, dtype=np.uint8).reshape(4, 4)
+    for b, fill in ((ndd.as_batch([square] * 3), 0.0), (ndd.as_batch([x] * 3), float("nan"))):  # batched
+        for o, src in zip(ndd.rotate(b, angle=angle, interp_type=interp, fill_value=fill).tensors, b.tensors):
+            np.testing.assert_array_equal(as_np(o), np.rot90(as_np(src), k))
+
+
+def test_rotate_of_an_empty_batch_with_size():
+    out = ndd.rotate(ndd.as_batch(np.zeros((0, 4, 4), np.uint8)), angle=10.0, size=(5, 6))
+    assert out.batch_size == 0
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("angle", [17.0, -40.0, 123.0])
 def test_rotate_matches_reference(rng, dtype, angle):
@@ -523,6 +550,25 @@ def test_crop_out_of_bounds_policies(rng):
     np.testing.assert_array_equal(trim, img[:, 2:10])
     far = as_np(ndd.crop(img, crop=(4, 4), crop_pos_x=2.0, out_of_bounds_policy="pad"))
     assert (far == 0).all()
+
+
+def test_crop_fill_values_convert_as_the_crop_does_and_are_checked_only_when_padding(rng):
+    """The fill values become the image's type as crop converts (truncated, saturated; they
+    used to wrap, or raise OverflowError without channels), and a fill_values count that does
+    not match the channels is an error only for a sample that is padded (as on the GPU)."""
+    gray = np.arange(12, dtype=np.int16).reshape(3, 4)
+    pad = as_np(ndd.crop(ndd.as_tensor(gray, layout="HW"), crop=(5, 4), crop_pos_y=0.5,
+                         out_of_bounds_policy="pad", fill_values=(1e6,)))
+    np.testing.assert_array_equal(pad[0], [32767] * 4)
+    np.testing.assert_array_equal(pad[1:4], gray)
+    img = rand_image(rng, 6, 6)
+    neg = as_np(ndd.crop(img, crop=(8, 6), crop_pos_y=0.5, out_of_bounds_policy="pad", fill_values=(-3, 2.9, 300)))
+    np.testing.assert_array_equal(neg[0, 0], [0, 2, 255])
+    ragged = ndd.as_batch([rand_image(rng, 6, 6), rand_image(rng, 6, 6, 1)])
+    out = ndd.crop(ragged, crop=(4, 4), fill_values=(1, 2, 3))  # inside both: no fill used
+    np.testing.assert_array_equal(as_np(out.tensors[1]), as_np(ragged.tensors[1])[1:5, 1:5])
+    with raises(ValueError, r"crop.*'fill_values' has 3 values but the image has 1 channels"):
+        as_np(ndd.crop(ragged, crop=(8, 4), out_of_bounds_policy="pad", fill_values=(1, 2, 3)).tensors[1])
 
 
 def test_crop_chw_and_bad_args(rng):

@@ -337,6 +337,10 @@ def rotation_matrices(in_hw: np.ndarray, out_hw: np.ndarray, angle_deg: np.ndarr
     """DALI's output-to-input maps of ``rotate`` (counter-clockwise on screen), (n, 2, 3)."""
     a = np.radians(angle_deg)
     c, s = np.cos(a), np.sin(a)
+    # cos(90 deg) is 6e-17, not 0: exact at multiples of 90 degrees, so that pixel centres
+    # land on pixel centres there (a quarter turn is then a plain permutation of pixels)
+    c[np.abs(c) < 1e-12] = 0.0
+    s[np.abs(s) < 1e-12] = 0.0
     m = np.empty((len(a), 2, 3))
     m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1] = c, -s, s, c
     in_xy, out_xy = in_hw[:, ::-1] * 0.5, out_hw[:, ::-1] * 0.5
@@ -387,7 +391,7 @@ def rotate_params(op: str, args: KernelArgs, in_hw: np.ndarray) -> tuple[np.ndar
         oh, ow = rotated_size(in_hw[:, 0], in_hw[:, 1], angles)
         out_hw = np.stack([oh, ow], axis=1)
         if args["size"] is not None or args.is_per_sample("size"):
-            out_hw = np.array([warp_size(op, args, i) or tuple(out_hw[i]) for i in range(n)], np.int64)
+            out_hw = np.array([warp_size(op, args, i) or tuple(out_hw[i]) for i in range(n)], np.int64).reshape(n, 2)
     return rotation_matrices(in_hw, out_hw, angles), out_hw
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,10 @@ from ndd.plugins import (  # noqa: F401 - crop_window, random_windows: used by _
 from ._common import window_cast
 
 
-def extract(img: np.ndarray, layout: str, win: Window, fill: np.ndarray | None) -> np.ndarray:
-    """Copy window ``win`` out of ``img``; parts outside the image get ``fill`` (per channel)."""
+def extract(img: np.ndarray, layout: str, win: Window, fill: Any) -> np.ndarray:
+    """Copy window ``win`` out of ``img``; parts outside the image get ``fill`` (per channel,
+    converted as crop converts: truncated and saturated), or ``fill()`` when a callable (the
+    values are checked only when there is padding, as on the GPU)."""
     (y0, x0), (h, w) = win
     ha, wa = spatial_axes(layout)
     H, W = img.shape[ha], img.shape[wa]
@@ -37,11 +40,11 @@ def extract(img: np.ndarray, layout: str, win: Window, fill: np.ndarray | None) 
     shape = list(img.shape)
     shape[ha], shape[wa] = h, w
     out = np.empty(shape, img.dtype)
+    fill = window_cast(np.asarray(fill() if callable(fill) else fill, np.float64), img.dtype)
     if "C" in layout:
-        ca = layout.index("C")
         fshape = [1] * img.ndim
-        fshape[ca] = -1
-        out[...] = np.asarray(fill, np.float64).reshape(fshape).astype(img.dtype)
+        fshape[layout.index("C")] = -1
+        out[...] = fill.reshape(fshape)
     else:
         out[...] = fill[0]
     if ye > ys and xe > xs:
@@ -69,13 +72,11 @@ def crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
             idx = [slice(None)] * bd.dense.ndim
             idx[ha + 1], idx[wa + 1] = slice(y0, y0 + h), slice(x0, x0 + w)
             return window_cast(bd.dense[tuple(idx)], dt)
-    fills: dict[int, np.ndarray] = {}
     out = []
     for s, win in zip(samples, wins):
         c = _channels(layout, s.shape)
-        if c not in fills:
-            fills[c] = fill_vector(ctx.op, args["fill_values"], c)
-        out.append(window_cast(extract(s, layout, win, fills[c]), dt))
+        fill = functools.partial(fill_vector, ctx.op, args["fill_values"], c)
+        out.append(window_cast(extract(s, layout, win, fill), dt))
     return out
 
 

@@ -86,7 +86,7 @@ def _channel_fill(op: str, fill: Any, x: torch.Tensor, layout: str) -> torch.Ten
     c = x.shape[1 + layout.index("C")] if "C" in layout else 1
     f = fill_vector(op, fill, c)
     rest = x.ndim - 3  # axes after (n, h, w) once H and W are moved to the front
-    t = upload(f, x.device).to(x.dtype)
+    t = window_cast(upload(f, x.device), x.dtype)  # (as the CPU kernel: truncated, saturated)
     if "C" in layout:
         others = [ch for ch in layout if ch not in "HW"]
         shape = [1] * rest
