@@ -163,6 +163,16 @@ def test_binary_arithmetic(shapes, dtype):
             assert_equal(*run_both(fn, a, b)[:2])
 
 
+def test_shifts_of_booleans():
+    """torch shifts no bool (it raised): as 0/1 bytes, then back to bool, as the CPU gives."""
+    a = batch([np.array([True, False, True, False]), np.array([False, True, True, True])])
+    b = batch([np.array([True, True, False, False]), np.array([False, False, True, True])])
+    for fn, dt in ((lambda x, y: x << y, ndd.bool), (lambda x, y: x >> y, ndd.bool), (lambda x, y: x << 1, ndd.int32)):
+        ref, got, out = run_both(fn, a, b)
+        assert out.dtype == dt
+        assert_equal(ref, got)
+
+
 def test_integer_power_with_negative_exponents():
     a = batch([np.array([-2, -1, 0, 1, 2, 3], np.int32)] * 2)
     e = batch([np.array([-1, -3, 2, -2, -1, 2], np.int32), np.array([0, -2, 1, 3, -5, 1], np.int32)])

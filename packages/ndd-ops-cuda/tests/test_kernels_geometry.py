@@ -64,6 +64,16 @@ def test_flip(shapes):
     assert_equal(*run_both(lambda x: ndd.flip(x, horizontal=0, vertical=1), b)[:2])
 
 
+@pytest.mark.parametrize("shapes", [GRAY, [(9, 12), (14, 5)], UNIFORM_RGB])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+def test_flip_of_unsigned_types_torch_cannot_flip(shapes, dtype):
+    """torch flips no uint16/32/64 along their last dimension (it raised: the horizontal flip
+    of an HW image); they flip as the signed type of their width."""
+    b = batch([(x.astype(np.uint64) * 2**40 + 65000).astype(dtype) for x in rand_images(6, shapes)])
+    hor = ndd.as_batch([np.int32(i % 2) for i in range(len(shapes))])
+    assert_equal(*run_both(lambda x: ndd.flip(x, horizontal=hor, vertical=1), b)[:2])
+
+
 # -- rotate and warp_affine ------------------------------------------------------------------
 
 

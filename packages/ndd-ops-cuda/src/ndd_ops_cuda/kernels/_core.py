@@ -191,6 +191,8 @@ def _operands(consts: tuple | None, arrays: list) -> list:
 
 def _compute(op: str, operands: list, cdt: torch.dtype, odt: torch.dtype) -> torch.Tensor:
     # Constants become 0-d host tensors: torch combines them with device tensors without a copy.
+    if cdt == torch.bool and op in ("lshift", "rshift"):  # torch shifts no bool: as 0/1 bytes
+        cdt = torch.uint8
     xs = [x.to(cdt) if isinstance(x, torch.Tensor) else torch.tensor(x.item(), dtype=cdt) for x in operands]
     try:
         r = _IMPL[op](*xs)
