@@ -50,12 +50,14 @@ CASES = [  # (shape, dtype, layout, blurred axes, sigma per axis, window per axi
     ((5, 6, 7, 1), np.float32, "DHWC", (0, 1, 2), (0.8, 0.8, 0.8), (0, 0, 0)),
     ((7, 8, 6), np.uint8, "HWC", (0, 1), (1.2, 1.2), (0, 0)),  # 6 channels: the NumPy path
     ((10, 12), np.uint16, "HW", (0, 1), (1.5, 1.5), (0, 0)),
+    ((8, 9, 3), np.float64, "HWC", (0, 1), (1.1, 0.8), (0, 0)),  # computed in float32 (OpenCV refused it)
+    ((8, 9), np.float64, "HW", (0, 1), (1.4, 1.4), (0, 0)),
 ]
 
 
 @pytest.mark.parametrize("shape,dtype,layout,axes,sigma,win", CASES)
 def test_against_direct_convolution(shape, dtype, layout, axes, sigma, win) -> None:
-    hi = 1.0 if dtype == np.float32 else np.iinfo(dtype).max
+    hi = 1.0 if np.dtype(dtype).kind == "f" else np.iinfo(dtype).max
     x = (RNG.random(shape) * hi).astype(dtype)
     ref = _reference(x, axes, [_taps(s, w) for s, w in zip(sigma, win)])
     kw = {"sigma": list(sigma)}
@@ -63,7 +65,7 @@ def test_against_direct_convolution(shape, dtype, layout, axes, sigma, win) -> N
         kw["window_size"] = list(win)
     got = np.asarray(ndd.gaussian_blur(ndd.as_tensor(x, layout=layout), **kw))
     assert got.dtype == dtype and got.shape == shape
-    if dtype == np.float32:
+    if np.dtype(dtype).kind == "f":
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
     else:  # rounded half away from zero from float32 sums: at most 1 off a float64 rounding
         assert np.abs(got.astype(np.int64) - np.round(ref)).max() <= 1

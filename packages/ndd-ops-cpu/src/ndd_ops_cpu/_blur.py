@@ -19,7 +19,9 @@ from ndd.plugins import BatchData, KernelArgs, KernelContext, blur_axes, gaussia
 
 from ._common import cast_to, map_samples
 
-_CV_TYPES = (np.uint8, np.uint16, np.int16, np.float32, np.float64)
+# sepFilter2D into float32 reads these (not float64: "unsupported combination of buffer
+# format"); other types go through the NumPy filter, also in float32 (as on the GPU)
+_CV_TYPES = (np.uint8, np.uint16, np.int16, np.float32)
 
 
 def _blur_numpy(x: np.ndarray, axes: tuple[int, ...], taps: list[np.ndarray]) -> np.ndarray:
