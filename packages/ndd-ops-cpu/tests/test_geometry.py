@@ -656,3 +656,20 @@ def test_warp_affine_nearest_ties_go_to_the_pixel_holding_the_point(rng):
         out = as_np(ndd.warp_affine(ndd.batch(imgs), matrix=[2, 0, 0, 0, 2, 0], size=(4, 5),
                                     interp_type=types.INTERP_NN))
         np.testing.assert_array_equal(out[0], img[1::2, 1::2][:4, :5])
+
+
+@pytest.mark.parametrize("empty", [(0, 5, 3), (4, 0, 3)])
+def test_images_without_pixels(empty):
+    """A batch holding an image with no rows or no columns: per-pixel and filtering operators
+    give it back empty (they raised NumPy/OpenCV errors), padding crops fill the whole window,
+    and operators that must sample it say so, naming the sample."""
+    b = ndd.as_batch([np.zeros(empty, np.uint8), np.full((4, 5, 3), 9, np.uint8)], layout="HWC")
+    for op in (lambda x: ndd.color_twist(x, hue=10.0), lambda x: ndd.hsv(x, hue=10.0),
+               lambda x: ndd.gaussian_blur(x, sigma=1.0), lambda x: ndd.flip(x, horizontal=1)):
+        out = op(b)
+        assert as_np(out.tensors[0]).shape == empty and as_np(out.tensors[1]).shape == (4, 5, 3)
+    pad = ndd.crop(b, crop=(2, 2), out_of_bounds_policy="pad", fill_values=(1, 2, 3))
+    np.testing.assert_array_equal(as_np(pad.tensors[0]), np.broadcast_to([1, 2, 3], (2, 2, 3)))
+    for op in (lambda x: ndd.resize(x, size=[4, 4]), lambda x: ndd.random_resized_crop(x, size=[4, 4])):
+        with raises(ValueError, r"sample 0 is an empty image .*nothing to sample"):
+            as_np(op(b).tensors[1])

@@ -74,6 +74,20 @@ def test_flip_of_unsigned_types_torch_cannot_flip(shapes, dtype):
     assert_equal(*run_both(lambda x: ndd.flip(x, horizontal=hor, vertical=1), b)[:2])
 
 
+@pytest.mark.parametrize("empty", [(0, 5, 3), (4, 0, 3)])
+def test_images_without_pixels_as_on_the_cpu(empty):
+    """An image with no rows or columns: the padding crops fill the whole window (the GPU
+    gather raised IndexError), per-pixel and filtering operators give it back empty (the GPU
+    blur raised), as the CPU does."""
+    b = batch([np.zeros(empty, np.uint8), np.full((4, 5, 3), 9, np.uint8)])
+    for fn in (lambda x: ndd.crop(x, crop=(2, 2), out_of_bounds_policy="pad", fill_values=(1, 2, 3)),
+               lambda x: ndd.crop_mirror_normalize(x, crop=(2, 2), out_of_bounds_policy="pad",
+                                                   dtype=ndd.float32, fill_values=(1, 2, 3), mirror=1),
+               lambda x: ndd.gaussian_blur(x, sigma=1.0), lambda x: ndd.color_twist(x, hue=10.0),
+               lambda x: ndd.hsv(x, saturation=0.5), lambda x: ndd.flip(x, horizontal=1)):
+        assert_equal(*run_both(fn, b)[:2])
+
+
 # -- rotate and warp_affine ------------------------------------------------------------------
 
 

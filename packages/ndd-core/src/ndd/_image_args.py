@@ -373,7 +373,9 @@ def warp_fill(fill: float | None, dtype: np.dtype) -> Any:
     return dtype.type(fill)
 
 
-def _check_not_empty(op: str, in_hw: Any) -> None:
+def check_not_empty(op: str, in_hw: Any) -> None:
+    """A clear error for an image with no pixels (0 rows or columns), where sampling has
+    nothing to read (rotate, warp_affine, resize, random_resized_crop)."""
     for i, (h, w) in enumerate(in_hw):
         if h == 0 or w == 0:
             raise ValueError(f"Operator `{op}`: sample {i} is an empty image ({h}x{w} pixels): "
@@ -382,7 +384,7 @@ def _check_not_empty(op: str, in_hw: Any) -> None:
 
 def rotate_params(op: str, args: KernelArgs, in_hw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(matrices (n, 2, 3), output sizes (n, 2))`` of ``rotate`` for input sizes ``in_hw``."""
-    _check_not_empty(op, in_hw)
+    check_not_empty(op, in_hw)
     n = len(in_hw)
     angles = np.asarray(args.per_sample("angle"), np.float64).reshape(n)
     if args["keep_size"]:
@@ -418,7 +420,7 @@ def warp_affine_params(op: str, args: KernelArgs, mtx: Any, in_hw: Sequence[tupl
                        ) -> tuple[np.ndarray, np.ndarray]:
     """``(output-to-input matrices (n, 2, 3), output sizes (n, 2))`` of ``warp_affine``;
     ``mtx`` is the optional matrix input (a BatchData of host arrays) or None."""
-    _check_not_empty(op, in_hw)
+    check_not_empty(op, in_hw)
     if mtx is not None and args["matrix"] is not None:
         raise ValueError(f"Operator `{op}`: give the matrix either as argument 'matrix' or as the 'mtx' "
                          "input, not both")
@@ -692,6 +694,7 @@ def axis_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
 def resize_plans(op: str, args: KernelArgs, shapes: list[tuple[int, int]]) -> tuple[list, list]:
     """The plans and (min, mag) filters of every sample; computed once when arguments and
     input shapes are shared by the batch."""
+    check_not_empty(op, shapes)
     n = len(shapes)
     if n and len(set(shapes)) == 1 and shared_args(args, RESIZE_SIZE_ARGS):
         plans = [resize_plan(op, args, 0, shapes[0])] * n

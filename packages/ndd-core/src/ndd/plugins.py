@@ -39,6 +39,7 @@ from ._image_args import (
     blur_axes,
     brightness_contrast_params,
     check_hw_layout,
+    check_not_empty,
     cmn_coefficients,
     color_twist_params,
     crop_window,
@@ -93,7 +94,7 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
            "get_op_call_hook", "schemas", "arithm_result_types", "cast_plan", "saturate_cast", "upload_host", "upload_device",
            # argument handling shared by the image kernels of every device (_image_args)
-           "Window", "axis_kinds", "axis_taps", "batch_windows", "blur_axes", "brightness_contrast_params", "check_hw_layout",
+           "Window", "axis_kinds", "axis_taps", "batch_windows", "blur_axes", "brightness_contrast_params", "check_hw_layout", "check_not_empty",
            "cmn_coefficients", "color_twist_params", "crop_window", "fill_vector", "gaussian_taps", "half_range",
            "hsv_matrix",
            "hsv_params", "image_layout", "interp_of", "pil_edge_pads", "pil_vertical_first", "random_windows", "random_words", "reduced_axes",

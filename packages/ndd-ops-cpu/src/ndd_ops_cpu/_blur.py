@@ -55,7 +55,7 @@ def _blur_cv(x: np.ndarray, hw: tuple[int, int], taps: list[np.ndarray]) -> np.n
 def blur_one(op: str, args: KernelArgs, i: int, x: np.ndarray, layout: str | None, dt: np.dtype) -> np.ndarray:
     axes = blur_axes(op, layout, x.ndim)
     taps = gaussian_taps(op, args, i, len(axes))
-    if not axes:
+    if not axes or not x.size:  # (an empty image: nothing to blur)
         return cast_to(x, dt)
     tail = int(np.prod(x.shape[axes[-1] + 1:])) if axes[-1] + 1 < x.ndim else 1
     if len(axes) == 2 and axes[1] == axes[0] + 1 and x.dtype in _CV_TYPES and tail <= 4:
@@ -77,7 +77,7 @@ def _blur_stacked(ctx: KernelContext, d: np.ndarray, args: KernelArgs, layout: s
     images with one set of taps; None otherwise."""
     n = d.shape[0]
     axes = blur_axes(ctx.op, layout, d.ndim - 1)
-    if axes != (0, 1) or d.dtype not in _CV_TYPES or d[0].nbytes > _SMALL_BYTES:
+    if axes != (0, 1) or d.dtype not in _CV_TYPES or d[0].nbytes > _SMALL_BYTES or not d.size:
         return None
     chans = int(np.prod(d.shape[3:])) if d.ndim > 3 else 1
     if n * chans > _CV_MAX_CHANNELS:

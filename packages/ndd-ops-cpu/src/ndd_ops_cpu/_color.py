@@ -34,6 +34,8 @@ def _apply_affine(ctx: KernelContext, bd: BatchData, mats: list[np.ndarray], off
     same = all(np.array_equal(mats[0], m) and np.array_equal(offs[0], o) for m, o in zip(mats, offs))
 
     def run(x: np.ndarray, m: np.ndarray, o: np.ndarray) -> np.ndarray:
+        if not x.size:  # an empty image
+            return np.empty(x.shape, dt)
         if x.dtype == np.uint8 and dt == np.uint8:
             flat = np.ascontiguousarray(x).reshape(-1, x.shape[-2], 3)
             return cv2.transform(flat, np.hstack([m, o[:, None]])).reshape(x.shape)

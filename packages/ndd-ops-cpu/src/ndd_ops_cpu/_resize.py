@@ -46,6 +46,7 @@ from ndd.plugins import (
     axis_kinds,
     axis_taps,
     check_hw_layout,
+    check_not_empty,
     pil_edge_pads,
     random_windows,
     random_words,
@@ -326,6 +327,7 @@ def random_resized_crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: K
     dt = ctx.output_meta[0].dtype.numpy_dtype
     size = args["size"]
     oh, ow = (int(round(size[0])), int(round(size[-1])))
+    check_not_empty(ctx.op, [s.shape[:2] for s in samples])
     wins = random_windows(random_words(ctx, n, args["num_attempts"]), [s.shape[:2] for s in samples], args)
     plans = [Plan((oh, ow), (float(y0), float(x0)), (float(y0 + h), float(x0 + w))) for (y0, x0), (h, w) in wins]
     filters = [resize_filters(ctx.op, args, i) for i in range(n)]

@@ -83,14 +83,14 @@ def gaussian_blur_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelA
     layout = ctx.input_layouts[0]
     per_sample = [gaussian_taps(ctx.op, args, i, len(blur_axes(ctx.op, layout, len(s))))
                   for i, s in enumerate(bd.shapes())]
-    x = stacked(bd)
+    x = stacked(bd) if all(all(s) for s in bd.shapes()) else None  # (an empty image: as it is)
     if x is not None:  # (per-sample arguments take the path a device graph takes, whatever their values)
         axes = tuple(a + 1 for a in blur_axes(ctx.op, layout, x.ndim - 1))
         if not _per_sample(args):
             return cast_to(_blur(x.float(), axes, per_sample[0], stream), dt)
         weights = [upload(w, x.device) for w in _padded_weights(per_sample)]
         return cast_to(_blur_each(x.float(), axes, weights, stream), dt)
-    return [cast_to(_blur(s.float(), blur_axes(ctx.op, layout, s.ndim), t, stream), dt)
+    return [cast_to(_blur(s.float(), blur_axes(ctx.op, layout, s.ndim), t, stream) if s.numel() else s, dt)
             for s, t in zip(bd.samples, per_sample)]
 
 

@@ -206,6 +206,8 @@ def gather_windows(x: torch.Tensor, ys: np.ndarray | torch.Tensor, xs: np.ndarra
     on the host are uploaded; on the device, e.g. a device graph's inputs, taken as they are)."""
     n = x.shape[0]
     dev = x.device
+    if not (x.shape[1] and x.shape[2]):  # empty images: every window pixel is padding, which the
+        x = x.new_zeros((n, max(x.shape[1], 1), max(x.shape[2], 1)) + x.shape[3:])  # caller's mask fills
     rows = (ys if isinstance(ys, torch.Tensor) else upload(ys, dev))[:, :, None]
     cols = (xs if isinstance(xs, torch.Tensor) else upload(xs, dev))[:, None, :]
     return x[torch.arange(n, device=dev)[:, None, None], rows, cols]

@@ -36,6 +36,7 @@ from ndd.plugins import (
     axis_taps,
     batch_windows,
     check_hw_layout,
+    check_not_empty,
     fill_vector,
     image_layout,
     pil_edge_pads,
@@ -678,6 +679,7 @@ def _rrc_plans(ctx: KernelContext, args: KernelArgs, in_hw: list[tuple[int, int]
     """Each sample's window (the CPU kernel's: same random words, same draw pattern) resized
     to ``size``."""
     out = _rrc_size(args)
+    check_not_empty(ctx.op, in_hw)
     wins = random_windows(random_words(ctx, len(in_hw), args["num_attempts"]), in_hw, args)
     return [ResizePlan(out, (float(y0), float(x0)), (float(y0 + h), float(x0 + w))) for (y0, x0), (h, w) in wins]
 
