@@ -532,4 +532,5 @@ def test_per_sample_argument_errors_when_the_op_runs():
     assert "'salt_val' = 256.0 is out of the range of uint8" in run_error(
         lambda: ndd.noise.salt_and_pepper(b, salt_val=f32(255.0, 256.0)))
     vec = ndd.as_batch([np.array([1.0, 2.0], np.float32)] * 2)
-    assert "'mean' must be a scalar per sample" in run_error(lambda: ndd.noise.gaussian(b, mean=vec))
+    assert "'mean' takes one value per sample, but sample 0 of its batch has shape (2,)" in run_error(
+        lambda: ndd.noise.gaussian(b, mean=vec))

@@ -212,7 +212,7 @@ def test_bb_flip_rejects_other_box_shapes(shape):
 
 def test_bb_flip_bad_flags():
     batch = ndd.as_batch([B3, B3])
-    with raises(ValueError, r"argument 'horizontal' must be one value per sample, got shape \(2,\) for sample 1"):
+    with raises(ValueError, r"argument 'horizontal' takes one value per sample, but sample 1 of its batch has shape \(2,\)"):
         as_np(ndd.bb_flip(batch, horizontal=ndd.as_batch([np.int32([1]), np.int32([1, 0])])))
     with pytest.raises(TypeError, match="argument 'horizontal' expects an int"):
         ndd.bb_flip(B3, horizontal=0.5)

@@ -673,3 +673,13 @@ def test_images_without_pixels(empty):
     for op in (lambda x: ndd.resize(x, size=[4, 4]), lambda x: ndd.random_resized_crop(x, size=[4, 4])):
         with raises(ValueError, r"sample 0 is an empty image .*nothing to sample"):
             as_np(op(b).tensors[1])
+
+
+def test_a_per_sample_scalar_argument_with_several_values_is_named():
+    """``angle`` takes one value per sample: a batch of 2-element samples is refused with the
+    argument and the sample (it was a NumPy reshape error); shape (1,) samples are fine."""
+    b = ndd.as_batch([np.zeros((4, 4), np.uint8)] * 2, layout="HW")
+    with raises(ValueError, r"`rotate`: argument 'angle' takes one value per sample, but sample 1 .* shape \(2,\)"):
+        ndd.rotate(b, angle=ndd.as_batch([np.ones(1, np.float32), np.ones(2, np.float32)])).evaluate()
+    one = ndd.rotate(b, angle=ndd.as_batch([np.full(1, 90, np.float32)] * 2))
+    np.testing.assert_array_equal(as_np(one.tensors[0]), np.zeros((4, 4), np.uint8))

@@ -75,7 +75,7 @@ def test_bb_flip_bad_shapes_name_the_sample_on_the_gpu() -> None:
     bad = ndd.as_batch([np.zeros((1, 4), F32), np.zeros((2, 5), F32)]).gpu()
     with ndd.EvalMode.sync_cpu, pytest.raises(ValueError, match=r"`bb_flip`: sample 1 must hold boxes of 4 values"):
         ndd.bb_flip(bad)
-    with ndd.EvalMode.sync_cpu, pytest.raises(ValueError, match="argument 'horizontal' must be one value per sample"):
+    with ndd.EvalMode.sync_cpu, pytest.raises(ValueError, match="argument 'horizontal' takes one value per sample"):
         ndd.bb_flip(ndd.as_batch([np.zeros((1, 4), F32)] * 2).gpu(),
                     horizontal=ndd.as_batch([np.int32([1]), np.int32([1, 0])]))
 

@@ -27,12 +27,8 @@ def _sample_name(ctx: KernelContext, bd: BatchData, i: int) -> str:
 def sample_flags(ctx: KernelContext, args: KernelArgs, name: str, n: int) -> np.ndarray:
     """One bool per sample: whether the int argument ``name`` is non-zero there."""
     out = np.empty(n, bool)
-    for i, v in enumerate(args.per_sample(name)):
-        a = np.asarray(v)
-        if a.size != 1:
-            raise ValueError(f"Operator `{ctx.op}`: argument '{name}' must be one value per sample, "
-                             f"got shape {a.shape} for sample {i}")
-        out[i] = a.reshape(()) != 0
+    for i, v in enumerate(args.per_sample(name)):  # (one value each: dispatch checked)
+        out[i] = np.asarray(v).reshape(()) != 0
     return out
 
 

@@ -16,7 +16,7 @@ from . import _convert, _plugins
 from ._batch import Batch
 from ._device import CPU, Device
 from ._eval import EvalContext, EvalMode, Invocation, caller_frame
-from ._schema import FLOAT, FLOATS, Arg, OpSchema, OutMeta, check_finite, convert_arg
+from ._schema import BOOL, FLOAT, FLOATS, INT, Arg, OpSchema, OutMeta, check_finite, convert_arg
 from ._storage import BatchData
 from ._tensor import Tensor
 
@@ -234,6 +234,12 @@ def _per_sample(op: str, name: str, spec: Arg, bd: BatchData) -> PerSample:
         out = PerSample(dense=np.asarray(bd.dense, npd))
     else:
         out = PerSample([np.asarray(s, npd) for s in bd.samples])
+    if spec.kind in (INT, FLOAT, BOOL):  # one value per sample
+        shapes = [out._dense.shape[1:]] if out._dense is not None else [v.shape for v in out.values]
+        bad = next((i for i, sh in enumerate(shapes) if int(np.prod(sh)) != 1), None)
+        if bad is not None:
+            raise ValueError(f"Operator `{op}`: argument '{name}' takes one value per sample, but sample "
+                             f"{bad} of its batch has shape {shapes[bad]}")
     if spec.kind in (FLOAT, FLOATS):
         check_finite(op, name, out._dense if out._dense is not None else out.values)
     return out

@@ -122,7 +122,8 @@ def crop_window(op: str, args: KernelArgs, i: int, hw: tuple[int, int], policy: 
     if policy == "error":
         raise ValueError(
             f"Operator `{op}`: the crop window of sample {i} (anchor y={y0}, x={x0}, shape {h}x{w}) lies "
-            f"outside the input of shape {H}x{W}; pass out_of_bounds_policy='pad' or 'trim_to_shape'"
+            f"outside the input of shape {H}x{W}"
+            + ("; pass out_of_bounds_policy='pad' or 'trim_to_shape'" if "out_of_bounds_policy" in args else "")
         )
     ya, xa = max(y0, 0), max(x0, 0)
     return (ya, xa), (max(0, min(y0 + h, H) - ya), max(0, min(x0 + w, W) - xa))
