@@ -138,17 +138,66 @@ def test_feeder_errors(rule, match):
                 feeder()
 
 
-def test_break_releases_source_and_loses_prefetched_items():
-    es = ndd.ExternalSource([np.full((2, 2), i, np.uint8) for i in range(10)])
+def _first(x):
+    return int(np.asarray(ndd.as_tensor(x)).ravel()[0])
+
+
+@pytest.mark.parametrize("where", ["end", "top"])
+@pytest.mark.parametrize("then", ["eager", "captured"])
+def test_break_gives_back_the_items_read_ahead(where, then):
+    """The pipeline reads the root and the feeder ahead of the body; a ``break`` gives the
+    items no step used back to their sources, so they go on where eager mode would: after
+    the last item the body took (ours: DALI loses them). ``top``: the third step breaks
+    before reading the feeder, whose item for that step is given back too."""
+    root = ndd.ExternalSource([np.full((2, 2), i, np.uint8) for i in range(10)])
+    feeder = ndd.ExternalSource([np.full((2, 2), 100 + i, np.uint8) for i in range(10)])
     seen = []
-    for x in es.captured(batch_size=B):
-        ndd.flip(x)
-        seen.append(int(np.asarray(ndd.as_tensor(x))[0, 0, 0]))
-        if len(seen) == 2:
+    for x in root.captured(batch_size=B):
+        if where == "top" and len(seen) == 2:
             break
-    assert seen == [0, 1]
-    nxt = es()  # usable eagerly again (DALI: prefetched items are lost)
-    assert int(np.asarray(nxt)[0, 0]) > 1
+        seen.append((_first(ndd.flip(x)), _first(feeder())))
+        if where == "end" and len(seen) == 2:
+            break
+    assert seen == [(0, 100), (1, 101)]
+    next_root = 2 if where == "end" else 3
+    if then == "eager":
+        assert [_first(root()) for _ in range(3)] == [next_root, next_root + 1, next_root + 2]
+        assert _first(feeder()) == 102
+        return
+    rest = [(_first(ndd.flip(x)), _first(feeder())) for x in root.captured(batch_size=B)]
+    assert rest == [(next_root + i, 102 + i) for i in range(10 - next_root)]
+
+
+def test_a_loop_left_with_its_iterator_kept_ends_when_captured_again():
+    """``it = root.captured(...)``, left with ``break`` while ``it`` lives: a later
+    ``captured()`` ends that loop as a ``break`` does (the items read ahead go back) and
+    traces afresh; an eager read after the old loop is not taken for a body's read."""
+    root = ndd.ExternalSource([np.full((2, 2), i, np.uint8) for i in range(8)])
+    feeder = ndd.ExternalSource([np.full((2, 2), 100 + i, np.uint8) for i in range(8)])
+    it = root.captured(batch_size=B)
+    seen = []
+    for x in it:
+        seen.append((_first(ndd.flip(x)), _first(feeder())))
+        if len(seen) == 3:
+            break
+    with pytest.raises(RuntimeError, match="already used in a capture-mode loop"):
+        feeder()  # still bound to the loop left with break, which read it ahead
+    seen += [(_first(ndd.flip(x)), _first(feeder())) for x in root.captured(batch_size=B)]
+    assert seen == [(i, 100 + i) for i in range(8)]
+    assert list(it) == []
+
+
+def test_a_pass_end_read_ahead_is_given_back_too():
+    """With ``cycle="raise"`` the pipeline may read the end of the pass ahead; after a
+    ``break`` the source still ends its pass there (StopIteration once), then starts over."""
+    root = ndd.ExternalSource([np.full((2, 2), i, np.uint8) for i in range(4)], cycle="raise")
+    for x in root.captured(batch_size=B):
+        if _first(ndd.flip(x)) == 1:  # the step after the traced one: the pipeline read 2, 3, the end
+            break
+    assert [_first(root()) for _ in range(2)] == [2, 3]
+    with pytest.raises(StopIteration):
+        root()
+    assert _first(root()) == 0
 
 
 def test_co_exhaustion_ends_cleanly():

@@ -304,30 +304,38 @@ def test_an_rng_moved_between_epochs_draws_from_there_as_in_eager_mode(lmdb_path
     assert np.array_equal(eager[0][0][0], eager[0][5][0]) == (move == "restore")
 
 
-def test_with_a_feeder_an_rng_or_reader_moved_between_epochs_raises(lmdb_path):
+@pytest.mark.parametrize("move", ["rng", "reader"])
+def test_with_a_feeder_an_rng_or_reader_moved_between_epochs_goes_on_as_eager(lmdb_path, move):
     """A body that reads an ExternalSource: moving the RNG or the reader between epochs
-    would drop the source's items read ahead, so it raises (the RNG error, as DALI does;
-    set_state says why) instead of losing them."""
-    def loop(move):
+    drops the steps computed ahead, and the source's items read ahead for them go back to
+    the source, so every step gets the item and the random values eager mode gives it
+    (ours: DALI raises the RNG error, or loses the items)."""
+    def loop(capture):
         reader = ndd.readers.Caffe2(path=lmdb_path, enable_checkpointing=True)
         feed = ndd.ExternalSource(np.full((B,), i, np.float32) for i in range(1000))
         rng = ndd.random.RNG(0)
         seen = []
-        for _ in range(2):
-            for _jpegs, _labels in reader.next_epoch(batch_size=B, capture=True):
-                seen.append(float(np.asarray(ndd.as_tensor(ndd.cast(feed(), dtype=ndd.float32))).ravel()[0]))
-                ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
-            state = reader.get_state()
+        for epoch in range(3):
+            for _jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+                x = ndd.cast(feed(), dtype=ndd.float32)
+                u = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+                seen.append((float(np.asarray(ndd.as_tensor(x)).ravel()[0]), np.asarray(ndd.as_tensor(u)).tolist(),
+                             np.asarray(ndd.as_tensor(labels)).tolist()))
             if move == "rng":
-                rng.seed = 5
+                rng.seed = 5 + epoch
             else:
-                reader.set_state(state)
+                reader.set_state(reader.get_state())
         return seen
 
-    with pytest.raises(RuntimeError, match="The RNG of a captured operator was used unexpectedly"):
-        loop("rng")
-    with pytest.raises(RuntimeError, match="whose body reads an ExternalSource: the source's items read ahead"):
-        loop("reader")
+    _assert_fed_in_order_as_eager(loop)
+
+
+def _assert_fed_in_order_as_eager(run):
+    """``run(capture)`` gives a list of steps, each starting with the feeder's item: eager
+    mode reads the items in order, and capture mode gives every step the same."""
+    eager = run(False)
+    assert [s[0] for s in eager] == list(range(len(eager)))
+    assert run(True) == eager
 
 
 @pytest.mark.parametrize("change", ["extra", "dropped"])
@@ -439,15 +447,19 @@ def test_an_rng_made_in_the_traced_step_with_bare_draws_before_the_call(lmdb_pat
     assert [s.replayed > 0 for s in ndd.capture.report().sites if s.op == "random.uniform"] == [True]
 
 
+@pytest.mark.parametrize("feeder", [False, True])
 @pytest.mark.parametrize("leave", ["break", "exception"])
-def test_leaving_a_replayed_step_before_its_random_calls(lmdb_path, leave):
+def test_leaving_a_replayed_step_before_its_random_calls(lmdb_path, leave, feeder):
     """A step left before its random calls (``if step == n: break`` at the top of the body, or
     an exception the caller catches) drew nothing, as in eager mode: the steps computed ahead
-    are computed again from there, and later epochs give eager mode's values."""
+    are computed again from there, and later epochs give eager mode's values. With a feeder
+    read in the body, the item that step did not read goes back to it (it used to be lost:
+    the next step got the item after it)."""
     def loop(capture):
         reader = ndd.readers.Caffe2(path=lmdb_path)
         rng = ndd.random.RNG(4)
-        got = []
+        feed = ndd.ExternalSource(np.full((B,), i, np.float32) for i in range(100))
+        got, fed = [], []
         for epoch in range(3):
             try:
                 for step, (jpegs, _labels) in enumerate(reader.next_epoch(batch_size=B, capture=capture)):
@@ -459,12 +471,15 @@ def test_leaving_a_replayed_step_before_its_random_calls(lmdb_path, leave):
                     angles = ndd.random.uniform(batch_size=B, range=[-10, 10], rng=rng)
                     images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
                     got.append(np.asarray(ndd.as_tensor(images)))
+                    if feeder:
+                        fed.append(float(np.asarray(ndd.as_tensor(ndd.cast(feed(), dtype=ndd.float32))).ravel()[0]))
             except KeyError:
                 pass
-        return got, str(rng.get_state())
+        return got, str(rng.get_state()), fed
 
     eager, captured = loop(False), loop(True)
     assert eager[1] == captured[1]
+    assert eager[2] == captured[2] == (list(range(len(eager[0]))) if feeder else [])
     assert len(eager[0]) == len(captured[0]) > 4
     for x, y in zip(eager[0], captured[0]):
         np.testing.assert_array_equal(x, y)
@@ -665,6 +680,77 @@ def test_threads_and_worker_processes_give_identical_results(lmdb_path, processe
     assert_same(eager, captured)
     with pytest.raises(ValueError, match="non-negative integer"):
         ndd.capture.set_worker_processes(-1)
+
+
+@pytest.mark.parametrize("leave_at", ["end", "top"])
+def test_a_loop_left_with_its_iterator_kept_is_no_longer_active(lmdb_path, leave_at):
+    """``it = reader.next_epoch(...)``; ``for ... in it: ... break``: the generator is not
+    closed while ``it`` lives, yet the code after the loop is not its body. Its calls run
+    eagerly (not reported, strict mode does not refuse them), another capture loop may
+    start, and the next ``next_epoch`` of the reader goes on as eager mode does, also when
+    the step was left before its random call; resuming the old iterator then just ends it."""
+    def run(capture):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        rng = ndd.random.RNG(3)
+        seen = []
+        it = reader.next_epoch(batch_size=B, capture=capture)
+        for step, (jpegs, labels) in enumerate(it):
+            last = jpegs
+            if leave_at == "top" and step == 2:
+                break
+            u = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+            seen.append((np.asarray(ndd.as_tensor(labels)).ravel().tolist(), np.asarray(ndd.as_tensor(u)).tolist()))
+            if step == 2:
+                break
+        after = ndd.flip(ndd.decoders.image(last, output_type=types.GRAY))  # eager, outside the loop
+        if capture:
+            rep = ndd.capture.report()
+            assert [s.op for s in rep.sites] == ["random.uniform"] and rep.fallbacks == []
+        other = ndd.readers.Caffe2(path=lmdb_path)
+        firsts = [np.asarray(ndd.as_tensor(ndd.cast(lb, dtype=ndd.int32))).ravel().tolist()
+                  for _, lb in other.next_epoch(batch_size=B, capture=capture)]
+        for _jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
+            u = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+            seen.append((np.asarray(ndd.as_tensor(labels)).ravel().tolist(), np.asarray(ndd.as_tensor(u)).tolist()))
+        assert list(it) == []
+        return seen, firsts, np.asarray(ndd.as_tensor(after)).tolist(), str(rng.get_state())
+
+    eager = run(False)
+    assert len(eager[0]) == 40 // B - (leave_at == "top")
+    assert run(True) == eager
+
+
+def test_calls_in_an_except_block_or_a_nested_loop_of_the_body_are_the_bodys(lmdb_path):
+    """The body is told by the lines of its ``for`` statement: code the compiler moves out of
+    line (an ``except`` block, from Python 3.12 at the end of the function) and a nested loop
+    are still the body, so their calls are captured."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        try:
+            raise KeyError("in the body")
+        except KeyError:
+            images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+        for _ in range(1):
+            ndd.flip(images, horizontal=1)
+    rep = ndd.capture.report()
+    assert [s.op for s in rep.sites] == ["decoders.image", "flip"]
+    assert all(s.captured and s.replayed == 40 // B - 1 for s in rep.sites)
+
+
+def test_strict_loop_left_with_its_iterator_kept_lets_eager_calls_run(lmdb_path):
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    it = reader.next_epoch(batch_size=B, capture="strict")
+    for jpegs, _ in it:
+        ndd.decoders.image(jpegs, output_type=types.GRAY)
+        break
+    out = ndd.flip(ndd.as_batch([np.zeros((2, 3), np.uint8)] * B), horizontal=1, vertical=1)
+    assert np.asarray(ndd.as_tensor(out)).shape == (B, 2, 3)
+    for jpegs, _ in ndd.readers.Caffe2(path=lmdb_path).next_epoch(batch_size=B, capture=True):
+        ndd.decoders.image(jpegs, output_type=types.GRAY)
+    rep = ndd.capture.report()
+    del it, jpegs
+    gc.collect()  # the left loop's generator is closed now: it forgets its partial trace, and
+    assert ndd.capture.report() is rep  # leaves the report of the loop that ran after it alone
 
 
 def test_break_during_the_traced_step_traces_again(lmdb_path):

@@ -19,7 +19,10 @@ by two paths gives two sites.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dis
+import linecache
 import os
 import sys
 import threading
@@ -33,6 +36,7 @@ from ndd import Device, EvalContext
 from ndd._batch import Batch
 from ndd._dispatch import Plan, invoke
 from ndd._eval import _is_internal
+from ndd._external_source import PASS_END
 from ndd._plugins import device_backend
 from ndd._schema import OutMeta
 from ndd._storage import BatchData
@@ -320,6 +324,16 @@ class CaptureLoop:
         # iterator is wrapped (a tqdm-style generator, a helper calling next()), the frame
         # of the loop that drives the wrapper, which the body's calls pass through.
         self.loop_stack: frozenset = frozenset()
+        # For the frames of loop_stack that run a ``for`` over the loop (or over its wrapper):
+        # the instruction offsets of that ``for``'s body. A frame outside them has left the
+        # loop (a ``break`` while the iterator is still referenced): its calls are not the body's.
+        self.bodies: dict[Any, frozenset[int]] = {}
+        # The frames of loop_stack a body call may meet first: the loop's frame, the frames
+        # running a ``for`` over it (above), and, for a helper that called next() and returned,
+        # its caller. Meeting another (an outer frame of a loop left long ago) is not the body.
+        self.anchors: frozenset = frozenset()
+        self.in_step = False  # a step was handed to the body, which has not finished it
+        self.iterator: object | None = None  # the token of the generator now driving the loop
         self.current: dict[int, list[Batch]] = {}
         self.rng_tracks: dict[int, _RNGTrack] = {}
         self.rng_start: dict[int, tuple[RNG, int]] = {}
@@ -330,6 +344,7 @@ class CaptureLoop:
         self.feeders: list[Any] = []  # ExternalSource instances read in the body, in trace order
         self.feeder_ids: dict[int, int] = {}  # id(es) -> node id of its outputs
         self.fed: set[int] = set()  # feeders read in the current step
+        self.step_raws: tuple = ()  # the current step's (ExternalSource, item) pairs read ahead
         self.feeder_meta: dict[int, list[OutMeta]] = {}
         self.root: Any = None  # the ExternalSource driving the loop, if any
         self.reader: Any = None  # the reader driving the loop, if any
@@ -358,6 +373,9 @@ class CaptureLoop:
             # keeps the codes of every recorded key alive, so their ids stay theirs.
             chain.append((id(f.f_code), f.f_lasti))
             if f is loop or f in stack:
+                body = self.bodies.get(f)
+                if f not in self.anchors or (body is not None and f.f_lasti not in body):
+                    return site, None  # after the loop: it was left, its iterator kept
                 return site, tuple(chain)
             f = f.f_back
         return site, None
@@ -652,6 +670,15 @@ class CaptureLoop:
             stack.append(f)
             f = f.f_back
         self.loop_stack = frozenset(stack)
+        self.bodies = {}
+        for f in stack:
+            body = _for_body(f)
+            if body is not None:
+                self.bodies[f] = body
+        anchors = {loop_frame, *self.bodies}
+        if loop_frame is not None and loop_frame not in self.bodies and loop_frame.f_back is not None:
+            anchors.add(loop_frame.f_back)
+        self.anchors = frozenset(anchors)
         if self.tracing:
             self.trace_step = self.step
             self.rng_start = {id(r): (r, r._draws) for r in list(LIVE_RNGS)}
@@ -696,13 +723,11 @@ class CaptureLoop:
         extra, outs = item
         src, _ = _flatten(outs)
         vals: dict[int, list[BatchData]] = {0: [b._batch_data() for b in src]}
-        for es in self.feeders:
-            try:
-                fed = es._next_item()
-            except StopIteration:
-                raise RuntimeError("A source was exhausted before the iteration ended") from None
-            flat, _ = _flatten(es._convert(fed, self.batch_size))
-            vals[self.feeder_ids[id(es)]] = [b._batch_data() for b in flat]
+        if self.feeders:
+            raws = {id(es): raw for es, raw in extra[2]}
+            for es in self.feeders:
+                flat, _ = _flatten(es._convert(raws[id(es)], self.batch_size))
+                vals[self.feeder_ids[id(es)]] = [b._batch_data() for b in flat]
         try:
             self._run_nodes(self.nodes, vals, k)
         except Exception:  # noqa: BLE001 - the body's eager call raises it, if the body makes that call
@@ -759,10 +784,59 @@ class CaptureLoop:
 
     def _teardown(self, why: str) -> None:
         self.invalid = why
-        if self.worker is not None:
-            self.worker.close()
+        self.stop_worker()
+
+    def stop_worker(self, left_step: bool = False) -> None:
+        """Stop the worker. The items it read ahead from ExternalSources (feeders, an
+        ExternalSource driving the loop) for steps no body got go back to their sources,
+        in order, and so do those of the current step's feeders the body did not read when
+        it left the step early (``left_step``): each source then goes on where eager mode
+        would (ours: DALI loses them)."""
+        worker, self.worker = self.worker, None
+        left = worker.close() if worker is not None else None
+        if not (self.feeders or self.root is not None):
+            return
+        back: dict[int, tuple[Any, list]] = {}
+        if left_step:
+            for es, raw in self.step_raws:
+                if es is not self.root and id(es) not in self.fed:
+                    back.setdefault(id(es), (es, []))[1].append(raw)
+        for r in ([self.carry] if self.carry is not None else []) + (left or []):
+            if r is END:
+                if self.root is not None:
+                    back.setdefault(id(self.root), (self.root, []))[1].append(PASS_END)
+                continue
+            extra = r.extra if isinstance(r, (Failure, EagerStep)) else r[0]
+            for es, raw in (extra[2] if extra is not None and len(extra) > 2 else ()):
+                back.setdefault(id(es), (es, []))[1].append(raw)
+        for es, raws in back.values():
+            es._unread(raws)
+
+    def _feeding(self, source: Iterator) -> Iterator:
+        """``source``'s steps, each with the items of every feeder read along with it: read
+        under the worker's read lock, so in step order, and kept with the step (its
+        ``extra`` becomes ``(epoch, state, ((es, item), ...))``) so that :meth:`stop_worker`
+        can give back those of the steps no body got."""
+        for item in source:
+            if isinstance(item, Failure):
+                yield item
+                return
+            extra, outs = item
+            raws = list(extra[2]) if len(extra) > 2 else []
+            for es in self.feeders:
+                try:
+                    raws.append((es, es._next_item()))
+                except StopIteration:
+                    for es2, raw in raws:  # this step is not run: its items are not used
+                        if es2 is not self.root:
+                            es2._unread([raw])
+                    yield Failure(RuntimeError("A source was exhausted before the iteration ended"), extra)
+                    return
+            yield (extra[0], extra[1], tuple(raws)), outs
 
     def start_worker(self, source: Iterator) -> None:
+        if self.feeders:
+            source = self._feeding(source)
         for tr in self.rng_tracks.values():
             tr.clone = tr.rng.clone()  # the live state at the start of the next step
         procs = _settings["processes"]
@@ -830,22 +904,14 @@ class CaptureLoop:
                            1 if on_thread else _settings["graph_steps"])
 
     def before_reader_restore(self) -> None:
-        """``reader.set_state`` is about to move the reader: :meth:`restart_source`, unless
-        ExternalSource feeders were read ahead, whose items would be lost (an error then)."""
-        if self.feeders and self.worker is not None:
-            raise RuntimeError(
-                "Cannot move the reader of a capture-mode loop whose body reads an ExternalSource: the "
-                "source's items read ahead for the dropped steps would be lost. Restore before the loop "
-                "starts, or read that source outside the loop body.")
+        """``reader.set_state`` is about to move the reader: :meth:`restart_source`."""
         self.restart_source()
 
-    def restart_source(self) -> None:
-        """The reader is about to be moved by ``set_state``: stop and drop the read-ahead, and
-        re-read from the new position with the same graph; RNG schedules are re-based at
-        the next step."""
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+    def restart_source(self, left_step: bool = False) -> None:
+        """The reader is about to be moved by ``set_state``: stop and drop the read-ahead
+        (feeders get their items back, see :meth:`stop_worker`), and re-read from the new
+        position with the same graph; RNG schedules are re-based at the next step."""
+        self.stop_worker(left_step)
         old, self.source = self.source, _Source(self.reader, self.batch_size)
         if old is not None:
             old.close()
@@ -865,18 +931,36 @@ class CaptureLoop:
         return any(tr.rng._version != tr.version or tr.rng._draws != tr.start + (self.rel_step + 1) * tr.period
                    for tr in self.rng_tracks.values())
 
+    def leave_step(self, reader: Any) -> None:
+        """The body left the step it was given (``break``, an exception), seen when its
+        iterator is closed, or when a newer ``next_epoch`` starts while it is still
+        referenced: forget a partial trace (the next step traces again); a replayed step left
+        before its random calls or feeder reads is recomputed from there (see
+        :meth:`restart_after`)."""
+        self.in_step = False
+        if self.tracing:
+            self.reset_trace()
+        elif self.left_before_draws() or self.left_before_feeds():
+            self.restart_after(reader, left_step=True)
+
+    def left_before_feeds(self) -> bool:
+        """Whether the replayed step being left had not read every feeder yet."""
+        return any(id(es) not in self.fed for es in self.feeders)
+
     def left_before_draws(self) -> bool:
         """Whether the replayed step being left (``break``, or an exception the caller caught)
         had not made all of its random draws yet (a ``break`` at the top of the body)."""
         return any(tr.rng._version == tr.version and tr.rng._draws != tr.start + (self.rel_step + 1) * tr.period
                    for tr in self.rng_tracks.values())
 
-    def restart_after(self, reader: Any) -> None:
-        """After :meth:`left_before_draws`: the steps computed ahead took random values as if
-        this step had drawn its own, which eager mode would not have; compute them again from
-        the reader's position after this step, with the RNGs where they stand now."""
+    def restart_after(self, reader: Any, left_step: bool = False) -> None:
+        """After :meth:`left_before_draws` (or :meth:`left_before_feeds`): the steps computed
+        ahead took random values (feeder items) as if this step had drawn (read) its own,
+        which eager mode would not have; compute them again from the reader's position
+        after this step, with the RNGs where they stand now (and the feeders' items given
+        back)."""
         state = reader._loop_state
-        self.restart_source()
+        self.restart_source(left_step)
         if state is not None:
             reader._restore(state)
             reader._loop_state = None
@@ -886,7 +970,9 @@ class CaptureLoop:
         self.nodes, self.sites, self.records = [], {}, {}
         self.trace_outs = []
         self.rng_tracks, self.rng_start = {}, {}
-        self.report = _tls.last_report = CaptureReport(self.batch_size)
+        old, self.report = self.report, CaptureReport(self.batch_size)
+        if getattr(_tls, "last_report", None) is old:  # (not another loop's: this one may be an
+            _tls.last_report = self.report              # abandoned iterator closed much later)
         self.step = -1
         self.tracing = False
 
@@ -1004,14 +1090,53 @@ _NO_CONTEXT = contextlib.nullcontext()  # reusable: entered once per step of mos
 
 def _in_body(loop: CaptureLoop) -> bool:
     """Whether the caller runs inside ``loop``'s body: the frame it took its step from (or,
-    for a wrapped iterator, a frame of the stack it was taken from) is on the stack."""
+    for a wrapped iterator, a frame of the stack it was taken from) is on the stack, and
+    within its ``for`` statement's body when it runs one."""
     frame, stack = loop.loop_frame, loop.loop_stack
     f = sys._getframe(1)
     while f is not None:
         if f is frame or f in stack:
-            return True
+            body = loop.bodies.get(f)
+            return f in loop.anchors and (body is None or f.f_lasti in body)
         f = f.f_back
     return False
+
+
+_BODIES: dict[tuple[int, int], tuple[Any, frozenset[int] | None]] = {}
+
+
+def _for_body(frame: Any) -> frozenset[int] | None:
+    """The instruction offsets of the body of the ``for`` statement whose FOR_ITER ``frame``
+    is running (asking the loop for a step); None when it runs none (``next(it)``), or when
+    its source cannot be read. Cached per instruction."""
+    code, lasti = frame.f_code, frame.f_lasti
+    hit = _BODIES.get((id(code), lasti))
+    if hit is None or hit[0] is not code:
+        hit = _BODIES[(id(code), lasti)] = (code, _find_for_body(code, lasti))
+    return hit[1]
+
+
+def _find_for_body(code: Any, lasti: int) -> frozenset[int] | None:
+    at = None
+    for ins in dis.get_instructions(code):  # (3.12 reports an offset inside FOR_ITER's cache)
+        if ins.offset > lasti:
+            break
+        at = ins
+    if at is None or at.opname != "FOR_ITER":
+        return None
+    line = next((ln for start, end, ln in code.co_lines() if start <= at.offset < end), None)
+    try:
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except (SyntaxError, ValueError):
+        return None
+    fors = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor))
+            and line is not None and n.lineno <= line <= n.body[0].lineno]
+    if not fors:
+        return None
+    node = max(fors, key=lambda n: n.lineno)  # the innermost
+    first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+    return frozenset(off for start, end, ln in code.co_lines() if ln is not None and first <= ln <= last
+                     for off in range(start, end, 2))
 
 
 class _Source:
@@ -1108,16 +1233,19 @@ def _end_epoch(reader: Any, loop: CaptureLoop) -> None:
 
 def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
     _tls.last_report = loop.report
-    if loop.worker is not None and not loop.rebase and not loop.feeders and loop.rngs_moved():
+    if loop.in_step and not _in_body(loop):  # the last iterator was left inside a step, not closed
+        loop.leave_step(reader)
+    token = loop.iterator = object()  # an older iterator of this loop ends when it is resumed
+    if loop.worker is not None and not loop.rebase and loop.rngs_moved():
         # An RNG moved between epochs (set_state, a checkpoint restore, eager draws): the steps
         # computed ahead drew from where it was; compute them again from where it is, as
-        # eager mode would draw (ours: DALI raises). Not with feeders, whose items read ahead
-        # would be lost: the next step raises the RNG error then, as before.
+        # eager mode would draw (ours: DALI raises).
         loop.restart_after(reader)
     epoch = None
     generation = loop.generation
     while True:
-        if loop.generation != generation:  # set_state moved the reader inside the body
+        # set_state moved the reader inside the body, or a newer iterator took the loop over
+        if loop.generation != generation or loop.iterator is not token:
             return
         if loop.invalid:
             raise RuntimeError("The capture-mode loop was invalidated and cannot continue.")
@@ -1168,6 +1296,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
         loop.begin_step(frame)
         loop.current = vals or {}
         reader._loop_state = extra[1]
+        loop.step_raws = extra[2] if len(extra) > 2 else ()
         if tracing:
             loop.source_meta = [_meta(b) for b in src]
             loop.source_rebuild = rebuild
@@ -1177,17 +1306,20 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                 yield outs
             continue
         _enter(loop)
+        loop.in_step = True
         try:
             with _in_context(loop):
                 yield wrapped
         except GeneratorExit:
-            if tracing:  # left during the traced step: forget the partial trace, trace again later
-                loop.reset_trace()
-            elif loop.left_before_draws():
-                loop.restart_after(reader)
+            if loop.iterator is token and loop.in_step:
+                loop.leave_step(reader)
             raise
         finally:
-            _tls.loop = None
+            if loop.iterator is token and getattr(_tls, "loop", None) is loop:
+                _tls.loop = None
+        if loop.iterator is not token:
+            return
+        loop.in_step = False
         if tracing:
             loop.end_trace()
             if not loop.nodes:
@@ -1197,7 +1329,7 @@ def _reader_steps(reader: Any, loop: CaptureLoop) -> Iterator:
                 loop.release()  # feeders read in the trace are plain reads from now on
                 continue
             loop.start_worker(loop.source)
-        elif eager_step and not loop.feeders and loop.rngs_moved():
+        elif eager_step and loop.rngs_moved():
             # The body ran this step's calls eagerly and drew other than the pipeline planned
             # (it skipped a random call after catching the error): compute ahead again from here.
             loop.restart_after(reader)
@@ -1214,7 +1346,7 @@ def _es_stream(es: Any, batch_size: int) -> Iterator:
             item = es._next_item()
         except StopIteration:
             return
-        yield (None, None), es._convert(item, batch_size)
+        yield (None, None, ((es, item),)), es._convert(item, batch_size)
 
 
 def external_source_epoch(es: Any, batch_size: int, ctx: Any, strict: bool) -> Iterator:
@@ -1224,6 +1356,11 @@ def external_source_epoch(es: Any, batch_size: int, ctx: Any, strict: bool) -> I
     if es._owner is not None and es._role != ROOT:
         raise RuntimeError("Already bound to a different capture context.")
     loop = getattr(es, "_capture_loop", None)
+    if loop is not None and loop.in_step and not _in_body(loop):
+        # the last loop was left with its iterator still referenced (not closed): as a break
+        loop.iterator = None
+        _leave_es_loop(es, loop, finished=False)
+        loop = None
     if loop is not None and loop.batch_size != batch_size:
         raise ValueError(f"Cannot change batch_size from {loop.batch_size} to {batch_size}")
     if loop is not None and not loop.invalid and (ctx or EvalContext.current()) is not loop.ctx:
@@ -1240,6 +1377,7 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
     from ndd._external_source import ROOT
 
     _tls.last_report = loop.report
+    token = loop.iterator = object()
     stream = _es_stream(es, loop.batch_size)
     if loop.step >= 0 and not loop.eager_only:
         loop.rebase_rngs()  # an RNG moved between epochs draws from where it is, as in eager mode (ours)
@@ -1271,6 +1409,7 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
                 else:
                     extra, outs, vals = item
             es._role, es._owner = ROOT, loop
+            loop.step_raws = extra[2]
             tracing = loop.step < 0
             loop.tracing = tracing
             src, rebuild = _flatten(outs)
@@ -1281,11 +1420,16 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
                     yield outs
                 continue
             _enter(loop)
+            loop.in_step = True
             try:
                 with _in_context(loop):
                     yield rebuild([_captured(b, (0, k), loop.step) for k, b in enumerate(src)])
             finally:
-                _tls.loop = None
+                if loop.iterator is token and getattr(_tls, "loop", None) is loop:
+                    _tls.loop = None
+            if loop.iterator is not token:
+                return
+            loop.in_step = False
             if tracing:
                 loop.end_trace()
                 for f in loop.feeders:
@@ -1300,21 +1444,27 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
             else:
                 loop.end_step()
     finally:
-        if loop.worker is not None:
-            loop.worker.close()
-            loop.worker = None
-        if not finished or loop.eager_only or loop.invalid:
-            # A break, an error or an empty graph: unbind; prefetched items are lost.
-            loop.release()
-            if getattr(es, "_capture_loop", None) is loop:
-                es._capture_loop = None
+        if loop.iterator is token:  # (else a newer captured() already ended this one)
+            loop.iterator = None
+            _leave_es_loop(es, loop, finished)
+
+
+def _leave_es_loop(es: Any, loop: CaptureLoop, finished: bool) -> None:
+    """The end of an ExternalSource loop's epoch: what was read ahead goes back to the
+    sources; a break, an error or an empty graph also unbinds them."""
+    loop.stop_worker(left_step=not finished)
+    loop.in_step = False
+    if not finished or loop.eager_only or loop.invalid:
+        loop.release()
+        if getattr(es, "_capture_loop", None) is loop:
+            es._capture_loop = None
 
 
 def feed(es: Any, batch_size: int | None) -> Any:
     """Core's ExternalSource.__call__ asks here first; NotImplemented means "not a feeder read"."""
     loop = getattr(_tls, "loop", None)
     if loop is None or not _in_body(loop):
-        if es._owner is not None and es._owner is not loop:
+        if es._owner is not None:  # (its loop reads it ahead)
             raise RuntimeError("This ExternalSource is already used in a capture-mode loop")
         return NotImplemented
     return loop.feed(es, batch_size)

@@ -192,8 +192,9 @@ class Worker:
         """Count in ``report`` each get() that had to wait (the loop calls this worker)."""
         self.report = report
 
-    def close(self) -> None:
-        """Stop the threads and drop computed results."""
+    def close(self) -> list:
+        """Stop the threads and drop computed results; returns them, in step order (the
+        steps read that nobody took)."""
         with self._cv:
             self._stop = True
             threads = list(self._threads)
@@ -202,4 +203,7 @@ class Worker:
         for t in threads:
             if t is not me:
                 t.join(timeout=5)
-        self._results.clear()
+        with self._cv:
+            left = [self._results[k] for k in sorted(self._results)]
+            self._results.clear()
+        return left

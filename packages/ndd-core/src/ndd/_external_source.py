@@ -9,6 +9,7 @@ first used in).
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from ._device import Device
 from ._tensor import Tensor
 
 UNUSED, EAGER, ROOT, FEEDER = "unused", "eager", "root", "feeder"
+PASS_END = object()  # in put-back items: the end of a pass (a StopIteration read ahead)
 _CYCLE = {None: "no", False: "no", "no": "no", True: "quiet", "quiet": "quiet", "raise": "raise"}
 
 
@@ -130,6 +132,7 @@ class ExternalSource:
         self._dtypes = _per_output("dtype", dtype, num_outputs)
         self._role = UNUSED
         self._owner: Any = None  # the capture loop this instance is bound to
+        self._put_back: deque = deque()  # items read ahead by a capture loop and not used
 
     @property
     def num_outputs(self) -> int:
@@ -137,6 +140,11 @@ class ExternalSource:
 
     # -- pulling items ------------------------------------------------------------------
     def _next_item(self) -> Any:
+        if self._put_back:
+            item = self._put_back.popleft()
+            if item is PASS_END:
+                raise StopIteration
+            return item
         if self._callable is not None:
             return self._callable()
         if self._iter is None:
@@ -154,6 +162,12 @@ class ExternalSource:
                 except StopIteration:
                     raise StopIteration("ExternalSource: the iterable is empty") from None
             raise
+
+    def _unread(self, items: list) -> None:
+        """Give back ``items`` (in order; PASS_END for a StopIteration) that a capture loop
+        read ahead and its body did not use: the next reads return them first, so the
+        source goes on where eager mode would."""
+        self._put_back.extendleft(reversed(items))
 
     def _pass(self) -> Iterator:
         """An iterator over one pass of an iterable source."""
