@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+import time
+
 import numpy as np
 import pytest
 
 import ndd
+import ndd_capture._pipeline
 
 # Capture mode is independent of EvalMode: every test here runs under all four.
 pytestmark = pytest.mark.usefixtures("eval_mode")
@@ -208,3 +213,25 @@ def test_co_exhaustion_ends_cleanly():
         ndd.flip(x)
         n += 1
     assert n == 3
+
+
+def test_feeders_are_read_in_step_order_by_several_pipeline_threads(monkeypatch):
+    """Several pipeline threads compute steps at once (heavy steps); each step's feeder item
+    is read with its source item, under the read lock, so step k gets item k (read outside it,
+    two threads could swap them)."""
+    monkeypatch.setattr(ndd_capture._pipeline, "HEAVY_STEP_S", 0.0)  # every step counts as heavy
+    ndd.capture.set_prefetch_depth(4)
+    counter, delays = itertools.count(), random.Random(0)
+
+    def numbered():
+        time.sleep(delays.random() * 0.002)  # (lets another thread in while this one reads)
+        return np.full((2, 2), next(counter), np.int32)
+
+    try:
+        root = ndd.ExternalSource([np.full((2, 2), i, np.uint8) for i in range(40)])
+        feeder = ndd.ExternalSource(numbered)
+        seen = [(_first(ndd.flip(x)), _first(feeder()))
+                for x in root.captured(batch_size=B, ctx=ndd.EvalContext(num_threads=4))]
+    finally:
+        ndd.capture.set_prefetch_depth(2)
+    assert seen == [(i, i) for i in range(40)]
