@@ -74,6 +74,19 @@ def test_flip_of_unsigned_types_torch_cannot_flip(shapes, dtype):
     assert_equal(*run_both(lambda x: ndd.flip(x, horizontal=hor, vertical=1), b)[:2])
 
 
+@pytest.mark.parametrize("angle", [90, 180, -90])
+def test_right_angles_read_whole_pixels_as_on_the_cpu(angle):
+    """At multiples of 90 degrees a bilinear warp reads each pixel as it is (NN): a NaN or
+    huge pixel does not leak into its neighbours through zero weights (it did, with the
+    border repeated), and the result is np.rot90 on both devices."""
+    x = np.array([[2.0, np.nan, 1e30], [3.0, 1.0, -7.5]], np.float32)
+    for fill in (None, float("nan"), 0.0):
+        ref, got, _ = run_both(lambda b, f=fill: ndd.rotate(b, angle=angle, fill_value=f), batch([x, x]))
+        for r, g in zip(ref, got):
+            np.testing.assert_array_equal(g, np.rot90(x, (angle // 90) % 4))
+            np.testing.assert_array_equal(r, g)
+
+
 @pytest.mark.parametrize("empty", [(0, 5, 3), (4, 0, 3)])
 def test_images_without_pixels_as_on_the_cpu(empty):
     """An image with no rows or columns: the padding crops fill the whole window (the GPU

@@ -349,6 +349,16 @@ def rotation_matrices(in_hw: np.ndarray, out_hw: np.ndarray, angle_deg: np.ndarr
     return m
 
 
+def pixel_maps(mc: np.ndarray) -> np.ndarray:
+    """Whether each pixel-centre (OpenCV) matrix of ``mc`` (..., 2, 3) sends every output
+    pixel centre onto an input pixel centre (a multiple of 90 degrees, a flip, a whole-pixel
+    shift): each output pixel is then one input pixel, which both devices read as it is
+    (bilinear interpolation would multiply the neighbours by a zero weight, and NaN or inf
+    there would leak into the result)."""
+    r = np.round(mc)
+    return (np.abs(mc - r) < 1e-9).all(axis=(-2, -1)) & (np.abs(r[..., :2]) <= 1).all(axis=(-2, -1))
+
+
 def warp_size(op: str, args: KernelArgs, i: int) -> tuple[int, int] | None:
     """The ``size`` argument of sample ``i`` as integers (None when not set)."""
     size = sample_floats(args, "size", i)

@@ -52,6 +52,7 @@ from ndd.plugins import (
     KernelArgs,
     KernelContext,
     check_hw_layout,
+    pixel_maps,
     rotate_params,
     warp_affine_params,
     warp_fill,
@@ -177,7 +178,7 @@ def _batch_warp(bd: BatchData, mats: np.ndarray, out_hw: np.ndarray, interp: Any
     if imgs.dtype not in (np.uint8, np.float32) or np.dtype(dtype).kind == "f":
         imgs = imgs.astype(np.float32, copy=False)  # (a float output is not rounded on the way)
     mc = _cv_mats(mats)
-    if interp != DALIInterpType.INTERP_NN and _pixel_maps(mc).any() and (
+    if interp != DALIInterpType.INTERP_NN and pixel_maps(mc).any() and (
             (fill is not None and not np.isfinite(fill)) or (imgs.dtype.kind == "f" and not np.isfinite(imgs).all())):
         return None  # NaN or inf near a sample turned by 90 degrees: sample by sample, read exactly
     # remap extents stay below SHRT_MAX: one call per chunk of samples (one for any
@@ -218,15 +219,6 @@ def _warp_nearest(src: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], fill:
     return out
 
 
-def _pixel_maps(mc: np.ndarray) -> np.ndarray:
-    """Whether each OpenCV matrix of ``mc`` (..., 2, 3) sends every output pixel centre onto
-    an input pixel centre (a multiple of 90 degrees, a flip, a whole-pixel shift): each
-    output pixel is then one input pixel. OpenCV would still multiply the neighbouring taps
-    by a zero weight, and NaN or inf there (a NaN fill, say) would leak into the result."""
-    r = np.round(mc)
-    return (np.abs(mc - r) < 1e-9).all(axis=(-2, -1)) & (np.abs(r[..., :2]) <= 1).all(axis=(-2, -1))
-
-
 def _warp(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], interp: Any, fill: float | None,
           dtype: np.dtype) -> np.ndarray:
     src = img if img.dtype in (np.uint8, np.float32) and np.dtype(dtype).kind != "f" else img.astype(np.float32)
@@ -240,7 +232,7 @@ def _warp(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], interp: Any, 
         border, value = cv2.BORDER_CONSTANT, (float(warp_fill(fill, src.dtype)),) * 4
     mc = _to_cv(m)
     size = (out_hw[1], out_hw[0])
-    if interp == DALIInterpType.INTERP_NN or _pixel_maps(mc):
+    if interp == DALIInterpType.INTERP_NN or pixel_maps(mc):
         out = _warp_nearest(src, np.round(mc) if interp != DALIInterpType.INTERP_NN else mc,
                             (int(out_hw[0]), int(out_hw[1])), fill)
     elif c == 2 or c > 4:

@@ -41,6 +41,7 @@ from ndd.plugins import (
     image_layout,
     pil_edge_pads,
     pil_vertical_first,
+    pixel_maps,
     random_windows,
     random_words,
     resize_filters,
@@ -293,15 +294,22 @@ def _warp_matrices(mats: np.ndarray, in_hw: tuple[int, int], out_hw: tuple[int, 
     """What the device warp takes, float32 (n, 2, 3) (NumPy rounds like torch's cast: one
     upload, no cast kernel): ``affine_grid`` matrices, or for NN OpenCV's pixel-centre ones."""
     if interp == DALIInterpType.INTERP_NN:
-        mc = np.array(mats, np.float64)
-        mc[:, :, 2] = mats[:, :, :2] @ [0.5, 0.5] + mats[:, :, 2] - 0.5
-        return mc.astype(np.float32)
+        return _centre_matrices(mats).astype(np.float32)
     return _grid_theta(mats, in_hw, out_hw).astype(np.float32)
+
+
+def _centre_matrices(mats: np.ndarray) -> np.ndarray:
+    """OpenCV's pixel-centre matrices of DALI's pixel-corner ones."""
+    mc = np.array(mats, np.float64)
+    mc[:, :, 2] = mats[:, :, :2] @ [0.5, 0.5] + mats[:, :, 2] - 0.5
+    return mc
 
 
 def _warp_batch(x: torch.Tensor, mats: np.ndarray, out_hw: tuple[int, int], interp: Any,
                 fill: float | None, dt: torch.dtype, stream: Any) -> torch.Tensor:
     """Warp (n, H, W[, C]) with output-to-input matrices (n, 2, 3) to (n, oh, ow[, C])."""
+    if interp != DALIInterpType.INTERP_NN and pixel_maps(_centre_matrices(mats)).all():
+        interp = DALIInterpType.INTERP_NN  # whole pixels (90 degrees): read each one as it is
     theta = upload(_warp_matrices(mats, tuple(x.shape[1:3]), out_hw, interp), x.device)
     return _warp_theta(x, theta, out_hw, interp, fill, dt, stream)
 
