@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import threading
 import time
 
 import numpy as np
@@ -235,3 +236,72 @@ def test_feeders_are_read_in_step_order_by_several_pipeline_threads(monkeypatch)
     finally:
         ndd.capture.set_prefetch_depth(2)
     assert seen == [(i, i) for i in range(40)]
+
+
+def _items(base, n, cycle=None):
+    return ndd.ExternalSource([np.full((2, 2), base + i, np.int32) for i in range(n)], cycle=cycle)
+
+
+def _steps(root, capture):
+    """The root's batches: captured, or read eagerly until it ends."""
+    return root.captured(batch_size=B) if capture else iter(lambda: root(batch_size=B), None)
+
+
+@pytest.mark.parametrize("draw_first", [False, True])
+def test_a_feeder_running_out_raises_at_its_read_as_in_eager_mode(draw_first):
+    """Feeder ``b`` runs out on the third step: the pipeline reads it ahead, and the body's
+    read of it raises there (a StopIteration, as eager mode's read; a RuntimeError with DALI's
+    message, naming the read), after the random draw and the read of ``a`` before it, which
+    count as in eager mode; ``a`` then goes on with the item after. A body that leaves before
+    that read does not see the error (it used to be raised before the step)."""
+    def run(capture, leave_early=False):
+        root, a, b = _items(0, 6), _items(100, 10), _items(200, 2)
+        rng = ndd.random.RNG(0)
+        seen, err = [], None
+        try:
+            for i, x in enumerate(_steps(root, capture)):
+                if leave_early and i == 2:
+                    break
+                ndd.flip(x)
+                if draw_first:
+                    ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+                seen.append((_first(a(batch_size=B)), _first(b(batch_size=B))))
+                if not draw_first:
+                    ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+        except StopIteration as e:
+            err = e
+        return seen, err, str(rng.get_state()), _first(a(batch_size=B))
+
+    eager, captured = run(False), run(True)
+    assert captured[0] == eager[0] == [(100, 200), (101, 201)]
+    assert captured[2:] == eager[2:] and eager[3] == 103
+    assert isinstance(eager[1], StopIteration) and isinstance(captured[1], RuntimeError)
+    assert "exhausted before the iteration ended: the ExternalSource read at" in str(captured[1])
+    assert __file__ in str(captured[1])
+    assert run(True, leave_early=True)[:2] == run(False, leave_early=True)[:2] == ([(100, 200), (101, 201)], None)
+
+
+def test_a_feeders_pass_end_read_ahead_goes_back_after_a_break():
+    """The pipeline reads a ``cycle="raise"`` feeder's end of pass ahead; after a ``break``
+    the feeder still ends its pass there (it used to skip it)."""
+    ended = threading.Event()
+
+    def one_pass():
+        yield from (np.full((2, 2), 100 + i, np.int32) for i in range(3))
+        ended.set()  # the next read, the end of the pass, is under way
+
+    root, feeder = _items(0, 10), ndd.ExternalSource(one_pass, cycle="raise")
+    ndd.capture.set_prefetch_depth(4)
+    try:
+        for i, x in enumerate(root.captured(batch_size=B)):
+            ndd.flip(x)
+            feeder(batch_size=B)
+            if i == 1:
+                assert ended.wait(10)
+                break
+    finally:
+        ndd.capture.set_prefetch_depth(2)
+    assert _first(feeder(batch_size=B)) == 102
+    with pytest.raises(StopIteration):
+        feeder(batch_size=B)
+    assert _first(feeder(batch_size=B)) == 100

@@ -720,6 +720,27 @@ def test_a_loop_left_with_its_iterator_kept_is_no_longer_active(lmdb_path, leave
     assert run(True) == eager
 
 
+def test_a_loop_torn_down_by_an_error_frees_its_feeders(lmdb_path):
+    """A reader loop torn down by an error (the RNG rule broken on its third step) is replaced
+    at the next ``next_epoch`` by a new loop, which reads the same feeder (it stayed bound to
+    the old loop: "Already bound to a different capture context") from the item after the
+    last one a step read: the items the old pipeline read ahead went back to it."""
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    feeder = ndd.ExternalSource(np.full((B,), i, np.int32) for i in range(100))
+    rng = ndd.random.RNG(0)
+    with pytest.raises(RuntimeError, match="The RNG of a captured operator was used unexpectedly"):
+        for step, _ in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            feeder()
+            if step != 2:
+                ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
+    later = [(int(np.asarray(ndd.as_tensor(feeder())).ravel()[0]),
+              np.asarray(ndd.as_tensor(ndd.cast(labels, dtype=ndd.int32))).ravel().tolist())
+             for _, labels in reader.next_epoch(batch_size=B, capture=True)]
+    eager = [np.asarray(ndd.as_tensor(labels)).ravel().tolist()
+             for _, labels in ndd.readers.Caffe2(path=lmdb_path).next_epoch(batch_size=B)]
+    assert later == [(3, eager[3]), (4, eager[4])]
+
+
 def test_calls_in_an_except_block_or_a_nested_loop_of_the_body_are_the_bodys(lmdb_path):
     """The body is told by the lines of its ``for`` statement: code the compiler moves out of
     line (an ``except`` block, from Python 3.12 at the end of the function) and a nested loop

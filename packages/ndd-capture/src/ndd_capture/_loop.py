@@ -346,6 +346,7 @@ class CaptureLoop:
         self.fed: set[int] = set()  # feeders read in the current step
         self.step_raws: tuple = ()  # the current step's (ExternalSource, item) pairs read ahead
         self.feeder_meta: dict[int, list[OutMeta]] = {}
+        self.feeder_sites: dict[int, str] = {}  # node id -> "file:line" of the body's read
         self.root: Any = None  # the ExternalSource driving the loop, if any
         self.reader: Any = None  # the reader driving the loop, if any
         self.source_meta: list | None = None  # dtype/ndim/layout of the source outputs
@@ -725,9 +726,15 @@ class CaptureLoop:
         vals: dict[int, list[BatchData]] = {0: [b._batch_data() for b in src]}
         if self.feeders:
             raws = {id(es): raw for es, raw in extra[2]}
+            ran_out = False
             for es in self.feeders:
+                if raws[id(es)] is PASS_END:  # the body's read of it raises (see feed): the step
+                    ran_out = True             # runs as in eager mode
+                    continue
                 flat, _ = _flatten(es._convert(raws[id(es)], self.batch_size))
                 vals[self.feeder_ids[id(es)]] = [b._batch_data() for b in flat]
+            if ran_out:
+                return EagerStep(extra, outs, vals)
         try:
             self._run_nodes(self.nodes, vals, k)
         except Exception:  # noqa: BLE001 - the body's eager call raises it, if the body makes that call
@@ -826,12 +833,8 @@ class CaptureLoop:
             for es in self.feeders:
                 try:
                     raws.append((es, es._next_item()))
-                except StopIteration:
-                    for es2, raw in raws:  # this step is not run: its items are not used
-                        if es2 is not self.root:
-                            es2._unread([raw])
-                    yield Failure(RuntimeError("A source was exhausted before the iteration ended"), extra)
-                    return
+                except StopIteration:  # ran out: where the body reads it on this step, that read
+                    raws.append((es, PASS_END))  # raises (see feed), as eager mode's read does
             yield (extra[0], extra[1], tuple(raws)), outs
 
     def start_worker(self, source: Iterator) -> None:
@@ -1019,6 +1022,10 @@ class CaptureLoop:
             if nid is None:
                 nid = self.feeder_ids[id(es)] = -(len(self.feeders) + 1)
                 self.feeders.append(es)
+                site = sys._getframe(1)
+                while site is not None and _is_internal(site.f_globals.get("__name__", "")):
+                    site = site.f_back
+                self.feeder_sites[nid] = f"{site.f_code.co_filename}:{site.f_lineno}" if site else "?"
             outs = es._convert(es._next_item(), self.batch_size)
             flat, rebuild = _flatten(outs)
             self.feeder_meta[nid] = [_meta(b) for b in flat]
@@ -1026,7 +1033,10 @@ class CaptureLoop:
         nid = self.feeder_ids.get(id(es))
         if nid is None:
             raise RuntimeError("ExternalSource wasn't seen during tracing")
-        flat = self.current[nid]
+        flat = self.current.get(nid)
+        if flat is None:  # it ran out when the pipeline read this step ahead
+            raise SourceExhausted(f"A source was exhausted before the iteration ended: the ExternalSource "
+                                  f"read at {self.feeder_sites[nid]} ran out")
         wrapped = [_from_data(bd, m, es._device, self.batch_size, (nid, k), self.step)
                    for k, (bd, m) in enumerate(zip(flat, self.feeder_meta[nid]))]
         return tuple(wrapped) if es.num_outputs > 1 else wrapped[0]
@@ -1038,6 +1048,11 @@ class CaptureLoop:
         for es in [*self.feeders, self.root]:
             if es is not None:
                 es._role, es._owner = UNUSED, None
+
+
+class SourceExhausted(StopIteration, RuntimeError):
+    """A feeder that ran out before the loop's source, raised where the body reads it: a
+    StopIteration, as eager mode's read raises, and a RuntimeError with DALI's message."""
 
 
 def _broadcast(value: Any, batch_size: int) -> BatchData:
@@ -1212,6 +1227,7 @@ def _detach(reader: Any, loop: CaptureLoop) -> None:
     """Part the reader from ``loop``, positioned after the last step the loop delivered (the
     read-ahead moved it further)."""
     reader._before_restore.remove(loop.before_reader_restore)
+    loop.release()  # the feeders it read are free again
     if loop.source is not None:
         loop.source.close()
     if reader._loop_state is not None:
