@@ -707,8 +707,10 @@ def test_a_loop_left_with_its_iterator_kept_is_no_longer_active(lmdb_path, leave
             rep = ndd.capture.report()
             assert [s.op for s in rep.sites] == ["random.uniform"] and rep.fallbacks == []
         other = ndd.readers.Caffe2(path=lmdb_path)
-        firsts = [np.asarray(ndd.as_tensor(ndd.cast(lb, dtype=ndd.int32))).ravel().tolist()
-                  for _, lb in other.next_epoch(batch_size=B, capture=capture)]
+        firsts = []
+        for _, lb in other.next_epoch(batch_size=B, capture=capture):
+            lb = ndd.cast(lb, dtype=ndd.int32)  # (alone on its line: a call site on Python 3.10 too)
+            firsts.append(np.asarray(ndd.as_tensor(lb)).ravel().tolist())
         for _jpegs, labels in reader.next_epoch(batch_size=B, capture=capture):
             u = ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
             seen.append((np.asarray(ndd.as_tensor(labels)).ravel().tolist(), np.asarray(ndd.as_tensor(u)).tolist()))
