@@ -305,3 +305,29 @@ def test_a_feeders_pass_end_read_ahead_goes_back_after_a_break():
     with pytest.raises(StopIteration):
         feeder(batch_size=B)
     assert _first(feeder(batch_size=B)) == 100
+
+
+def test_a_feeder_that_raises_on_the_traced_step_and_then_gives_items():
+    """A feeder whose read on the first (traced) step raises StopIteration, which the body
+    catches, and which gives items later: those reach the body as in eager mode (capture mode
+    failed with a KeyError: it learns the items' types from the first one it reads)."""
+    def run(capture):
+        calls = itertools.count()
+
+        def late():
+            if next(calls) == 0:
+                raise StopIteration
+            return np.full((2, 2), 100 + next(counter), np.int32)
+
+        counter = itertools.count()
+        root, feeder = _items(0, 5), ndd.ExternalSource(late)
+        seen = []
+        for x in _steps(root, capture):
+            ndd.flip(x)
+            try:
+                seen.append(_first(feeder(batch_size=B)))
+            except StopIteration:
+                seen.append("ran out")
+        return seen
+
+    assert run(True) == run(False) == ["ran out", 100, 101, 102, 103]

@@ -732,7 +732,10 @@ class CaptureLoop:
                     ran_out = True             # runs as in eager mode
                     continue
                 flat, _ = _flatten(es._convert(raws[id(es)], self.batch_size))
-                vals[self.feeder_ids[id(es)]] = [b._batch_data() for b in flat]
+                nid = self.feeder_ids[id(es)]
+                if nid not in self.feeder_meta:  # (its read on the traced step raised StopIteration)
+                    self.feeder_meta[nid] = [_meta(b) for b in flat]
+                vals[nid] = [b._batch_data() for b in flat]
             if ran_out:
                 return EagerStep(extra, outs, vals)
         try:
@@ -1026,8 +1029,11 @@ class CaptureLoop:
                 while site is not None and _is_internal(site.f_globals.get("__name__", "")):
                     site = site.f_back
                 self.feeder_sites[nid] = f"{site.f_code.co_filename}:{site.f_lineno}" if site else "?"
-            outs = es._convert(es._next_item(), self.batch_size)
-            flat, rebuild = _flatten(outs)
+            try:
+                item = es._next_item()
+            except StopIteration:  # (its outputs' types come with the first item the pipeline reads)
+                raise self._exhausted(nid) from None
+            flat, rebuild = _flatten(es._convert(item, self.batch_size))
             self.feeder_meta[nid] = [_meta(b) for b in flat]
             return rebuild([_captured(b, (nid, k), self.step) for k, b in enumerate(flat)])
         nid = self.feeder_ids.get(id(es))
@@ -1035,11 +1041,14 @@ class CaptureLoop:
             raise RuntimeError("ExternalSource wasn't seen during tracing")
         flat = self.current.get(nid)
         if flat is None:  # it ran out when the pipeline read this step ahead
-            raise SourceExhausted(f"A source was exhausted before the iteration ended: the ExternalSource "
-                                  f"read at {self.feeder_sites[nid]} ran out")
+            raise self._exhausted(nid)
         wrapped = [_from_data(bd, m, es._device, self.batch_size, (nid, k), self.step)
                    for k, (bd, m) in enumerate(zip(flat, self.feeder_meta[nid]))]
         return tuple(wrapped) if es.num_outputs > 1 else wrapped[0]
+
+    def _exhausted(self, nid: int) -> SourceExhausted:
+        return SourceExhausted(f"A source was exhausted before the iteration ended: the ExternalSource read "
+                               f"at {self.feeder_sites[nid]} ran out")
 
     def release(self) -> None:
         """Unbind every ExternalSource (teardown of an ExternalSource-driven loop)."""
