@@ -735,9 +735,11 @@ def test_a_loop_torn_down_by_an_error_frees_its_feeders(lmdb_path):
             feeder()
             if step != 2:
                 ndd.random.uniform(batch_size=B, range=[0.0, 1.0], rng=rng)
-    later = [(int(np.asarray(ndd.as_tensor(feeder())).ravel()[0]),
-              np.asarray(ndd.as_tensor(ndd.cast(labels, dtype=ndd.int32))).ravel().tolist())
-             for _, labels in reader.next_epoch(batch_size=B, capture=True)]
+    later = []
+    for _, labels in reader.next_epoch(batch_size=B, capture=True):
+        item = feeder()
+        labels = ndd.cast(labels, dtype=ndd.int32)  # (alone on its line: a call site on Python 3.10 too)
+        later.append((int(np.asarray(ndd.as_tensor(item)).ravel()[0]), np.asarray(ndd.as_tensor(labels)).ravel().tolist()))
     eager = [np.asarray(ndd.as_tensor(labels)).ravel().tolist()
              for _, labels in ndd.readers.Caffe2(path=lmdb_path).next_epoch(batch_size=B)]
     assert later == [(3, eager[3]), (4, eager[4])]

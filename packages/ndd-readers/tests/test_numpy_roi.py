@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ndd
+from ndd._threads import AST_LOCK
 
 DTYPES = [np.uint8, np.int16, np.float32, np.float64, np.int64]
 
@@ -169,6 +170,7 @@ def test_batches_and_mmap(tmp_path, monkeypatch):
 
     def spy(*args, **kw):
         modes.append(kw.get("mmap_mode"))
+        assert AST_LOCK.locked()  # its header parse (ast) must not run beside another thread's
         return load(*args, **kw)
 
     monkeypatch.setattr(np, "load", spy)
@@ -179,8 +181,12 @@ def test_batches_and_mmap(tmp_path, monkeypatch):
         np.testing.assert_array_equal(np.asarray(t), a[1:3, 3:7])
     assert modes and all(m == "r" for m in modes)
     modes.clear()
-    list(ndd.readers.Numpy(files=paths).next_epoch())  # without a ROI: read whole
-    assert modes == [None] * 4
+    (whole,) = next(iter(ndd.readers.Numpy(files=paths).next_epoch(batch_size=4)))  # without a ROI
+    assert modes == ["r"] * 4  # mapped while np.load holds the AST lock, read whole after it
+    for t, a in zip(whole, arrays):
+        x = np.asarray(t)
+        np.testing.assert_array_equal(x, a)
+        assert not isinstance(x, np.memmap) and not isinstance(x.base, np.memmap)  # a copy, not the map
 
 
 def test_roi_errors(tmp_path):

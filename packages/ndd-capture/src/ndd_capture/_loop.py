@@ -40,6 +40,7 @@ from ndd._external_source import PASS_END
 from ndd._plugins import device_backend
 from ndd._schema import OutMeta
 from ndd._storage import BatchData
+from ndd._threads import AST_LOCK
 from ndd.random._rng import LIVE_RNGS, RNG, get_default_rng
 
 from ._device_graph import DeviceGraph
@@ -1150,7 +1151,8 @@ def _find_for_body(code: Any, lasti: int) -> frozenset[int] | None:
         return None
     line = next((ln for start, end, ln in code.co_lines() if start <= at.offset < end), None)
     try:
-        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+        with AST_LOCK:
+            tree = ast.parse("".join(linecache.getlines(code.co_filename)))
     except (SyntaxError, ValueError):
         return None
     fors = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor))

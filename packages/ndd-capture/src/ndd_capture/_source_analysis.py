@@ -48,6 +48,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from ndd._threads import AST_LOCK
+
 __all__ = ["REASON_CODES", "ArgProof", "CallAnalysis", "analyze_call"]
 
 REASON_CODES: dict[str, tuple[str, str]] = {
@@ -388,7 +390,8 @@ def _module_for(frame: types.FrameType) -> _Module | ArgProof:
     module = _MODULES.get(filename)
     if module is None or module.lines is not lines:
         try:
-            tree = ast.parse("".join(lines), filename)
+            with AST_LOCK:
+                tree = ast.parse("".join(lines), filename)
         except (SyntaxError, ValueError):
             return _no("NDD-C001", f"the source of {filename} cannot be parsed")
         module = _MODULES[filename] = _Module(filename, lines, tree)

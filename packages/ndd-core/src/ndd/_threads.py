@@ -10,6 +10,13 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+# Held around every use of Python's ``ast`` module in ndd: capture's source analysis, and
+# NumPy's ``.npy`` header parsing (``ast.literal_eval``) on reader threads. CPython 3.11 keeps
+# the AST constructor's recursion depth per interpreter, not per thread, so two threads
+# building ASTs at once can fail with "SystemError: AST constructor recursion depth mismatch"
+# (seen with two reader threads loading .npy files on 3.11.7).
+AST_LOCK = threading.Lock()
+
 
 def _default_threads() -> int:
     """DALI's ``DALI_NUM_THREADS``, or our ``NDD_NUM_THREADS`` (first when both are set),

@@ -11,6 +11,7 @@ import numpy as np
 
 from ndd import Batch, Tensor
 from ndd._dtype import from_numpy
+from ndd._threads import AST_LOCK
 
 from ._base import Dataset, StreamReader, check_files, columns, matches, path_list
 from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
@@ -200,12 +201,22 @@ class NumpyDataset(Dataset):
         return len(self.paths)
 
     def _load(self, path: str, i: int, mmap: bool) -> np.ndarray:
+        """The array of ``path``, memory-mapped when ``mmap``, else read whole. np.load runs
+        under ``AST_LOCK`` (it parses the header with ast.literal_eval), and mapped: a whole
+        read copies the data out of the map after the lock, so threads still read in parallel."""
         try:
-            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as e:
-            if mmap:  # e.g. a layout numpy cannot map: read the file whole
-                return self._load(path, i, False)
-            raise ValueError(f"{path} (sample {i}): not a readable .npy file: {e}") from None
+            with AST_LOCK:
+                arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError):
+            arr = None  # e.g. a layout numpy cannot map: read the file whole
+        if arr is None:
+            try:
+                with AST_LOCK:
+                    arr = np.load(path, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as e:
+                raise ValueError(f"{path} (sample {i}): not a readable .npy file: {e}") from None
+        elif not mmap and isinstance(arr, np.ndarray):
+            arr = np.array(arr)
         if not isinstance(arr, np.ndarray):
             if hasattr(arr, "close"):
                 arr.close()
