@@ -187,6 +187,9 @@ def test_batches_and_mmap(tmp_path, monkeypatch):
         x = np.asarray(t)
         np.testing.assert_array_equal(x, a)
         assert not isinstance(x, np.memmap) and not isinstance(x.base, np.memmap)  # a copy, not the map
+    modes.clear()
+    list(ndd.readers.Numpy(files=paths, dont_use_mmap=True).next_epoch())
+    assert modes == [None] * 4  # never mapped when asked not to
 
 
 def test_roi_errors(tmp_path):

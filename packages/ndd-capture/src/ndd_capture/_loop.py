@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import dis
-import linecache
 import os
 import sys
 import threading
@@ -40,7 +39,6 @@ from ndd._external_source import PASS_END
 from ndd._plugins import device_backend
 from ndd._schema import OutMeta
 from ndd._storage import BatchData
-from ndd._threads import AST_LOCK
 from ndd.random._rng import LIVE_RNGS, RNG, get_default_rng
 
 from ._device_graph import DeviceGraph
@@ -48,7 +46,7 @@ from ._invariant import is_invariant, unwrap_invariants
 from ._pipeline import END, EagerStep, Failure, Worker
 from ._processes import OnLoopThread, ProcessWorker, SplitWorker, graph_spec
 from ._report import CaptureReport, Fallback, SiteRecord
-from ._source_analysis import analyze_call
+from ._source_analysis import _Module, _module_for, analyze_call
 
 _tls = threading.local()
 def default_worker_processes() -> int:
@@ -1137,11 +1135,12 @@ def _for_body(frame: Any) -> frozenset[int] | None:
     code, lasti = frame.f_code, frame.f_lasti
     hit = _BODIES.get((id(code), lasti))
     if hit is None or hit[0] is not code:
-        hit = _BODIES[(id(code), lasti)] = (code, _find_for_body(code, lasti))
+        hit = _BODIES[(id(code), lasti)] = (code, _find_for_body(frame))
     return hit[1]
 
 
-def _find_for_body(code: Any, lasti: int) -> frozenset[int] | None:
+def _find_for_body(frame: Any) -> frozenset[int] | None:
+    code, lasti = frame.f_code, frame.f_lasti
     at = None
     for ins in dis.get_instructions(code):  # (3.12 reports an offset inside FOR_ITER's cache)
         if ins.offset > lasti:
@@ -1150,12 +1149,10 @@ def _find_for_body(code: Any, lasti: int) -> frozenset[int] | None:
     if at is None or at.opname != "FOR_ITER":
         return None
     line = next((ln for start, end, ln in code.co_lines() if start <= at.offset < end), None)
-    try:
-        with AST_LOCK:
-            tree = ast.parse("".join(linecache.getlines(code.co_filename)))
-    except (SyntaxError, ValueError):
+    module = _module_for(frame)  # (source analysis's parse of the file, cached)
+    if not isinstance(module, _Module):
         return None
-    fors = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor))
+    fors = [n for n in ast.walk(module.tree) if isinstance(n, (ast.For, ast.AsyncFor))
             and line is not None and n.lineno <= line <= n.body[0].lineno]
     if not fors:
         return None

@@ -6,6 +6,7 @@ Capture mode observes and replaces calls through one hook (see
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -236,7 +237,7 @@ def _per_sample(op: str, name: str, spec: Arg, bd: BatchData) -> PerSample:
         out = PerSample([np.asarray(s, npd) for s in bd.samples])
     if spec.kind in (INT, FLOAT, BOOL):  # one value per sample
         shapes = [out._dense.shape[1:]] if out._dense is not None else [v.shape for v in out.values]
-        bad = next((i for i, sh in enumerate(shapes) if int(np.prod(sh)) != 1), None)
+        bad = next((i for i, sh in enumerate(shapes) if math.prod(sh) != 1), None)
         if bad is not None:
             raise ValueError(f"Operator `{op}`: argument '{name}' takes one value per sample, but sample "
                              f"{bad} of its batch has shape {shapes[bad]}")

@@ -202,21 +202,15 @@ class NumpyDataset(Dataset):
 
     def _load(self, path: str, i: int, mmap: bool) -> np.ndarray:
         """The array of ``path``, memory-mapped when ``mmap``, else read whole. np.load runs
-        under ``AST_LOCK`` (it parses the header with ast.literal_eval), and mapped: a whole
-        read copies the data out of the map after the lock, so threads still read in parallel."""
+        under ``AST_LOCK`` (it parses the header with ast.literal_eval); a mapped file's data
+        is read after it, so reader threads still read in parallel."""
         try:
             with AST_LOCK:
-                arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError, EOFError):
-            arr = None  # e.g. a layout numpy cannot map: read the file whole
-        if arr is None:
-            try:
-                with AST_LOCK:
-                    arr = np.load(path, allow_pickle=False)
-            except (OSError, ValueError, EOFError) as e:
-                raise ValueError(f"{path} (sample {i}): not a readable .npy file: {e}") from None
-        elif not mmap and isinstance(arr, np.ndarray):
-            arr = np.array(arr)
+                arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:
+            if mmap:  # e.g. a layout numpy cannot map: read the file whole
+                return self._load(path, i, False)
+            raise ValueError(f"{path} (sample {i}): not a readable .npy file: {e}") from None
         if not isinstance(arr, np.ndarray):
             if hasattr(arr, "close"):
                 arr.close()
@@ -227,9 +221,12 @@ class NumpyDataset(Dataset):
         """Sample ``i`` (its region ``roi``, by default the reader's)."""
         path = self.paths[i]
         roi = self.roi if roi is None else roi if roi.active else None
-        if roi is None:
-            arr = self._load(path, i, False)
-            return (arr.astype(_native_dtype(arr, path, i), order="C", copy=False),)
+        if roi is None:  # (mapped unless dont_use_mmap: the whole array is copied out of the map)
+            arr = self._load(path, i, self.use_mmap)
+            dt = _native_dtype(arr, path, i)
+            if isinstance(arr, np.memmap):
+                return (np.array(arr, dt, order="C"),)
+            return (arr.astype(dt, order="C", copy=False),)
         # Memory-map the file and copy out only the region: pages outside it are never read.
         arr = self._load(path, i, self.use_mmap)
         try:
