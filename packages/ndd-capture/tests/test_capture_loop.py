@@ -543,6 +543,44 @@ def test_soak_flat_memory(lmdb_path):
     assert sizes[1] - sizes[0] < 2_000_000, sizes
 
 
+def test_tracing_keeps_no_locals_of_the_loops_function_alive(lmdb_path):
+    # Tracing reads the caller's locals (frame.f_locals); on Python 3.10-3.12 that leaves a
+    # copy on the frame, which kept the traced step's objects alive until the function
+    # returned. A local the user kept with locals() still sees every name.
+    import weakref
+
+    class Marker:
+        pass
+
+    def loop(keep_locals):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        marker = Marker()
+        ref = weakref.ref(marker)
+        kept = locals() if keep_locals else None
+        alive = []
+        for step, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+            images = ndd.decoders.image(jpegs)
+            ndd.cast(images, dtype=types.FLOAT)  # alone on its line: located on Python 3.10 too
+            if step == 0:
+                del marker
+                gc.collect()
+            alive.append(ref() is not None)
+            break
+        it = reader.next_epoch(batch_size=B, capture=True)  # an iterator kept after its break
+        for jpegs, _ in it:
+            ndd.decoders.image(jpegs)
+            break
+        iref = weakref.ref(it)
+        del it
+        gc.collect()
+        return alive, iref() is None, kept
+
+    alive, iterator_freed, _ = loop(False)
+    assert alive == [False] and iterator_freed
+    alive, _, kept = loop(True)
+    assert alive == [True] and "marker" in kept  # the user's dict is left as it is
+
+
 def test_no_warnings_in_a_clean_loop(lmdb_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -512,29 +512,33 @@ class CaptureLoop:
                 return None, code, f"{label}: {why}"
             return ("const", raw), None, None
 
-        in_spec = []
-        for i, (m, r) in enumerate(zip(inputs, raw_in)):
-            s, code, why = spec_of("input", i, m, r)
-            if code:
-                return code, why, None
-            in_spec.append(s)
-        kw_spec = {}
-        explicit = None
-        for k, m in kwargs.items():
-            r = raw_kw[k]
-            if k in ("batch_size", "rng") or r is None:
-                continue
-            if k == "device":
-                explicit = r if isinstance(r, Device) else Device(r)
-                continue
-            s, code, why = spec_of("kwarg", k, m, r)
-            if code:
-                return code, why, None
-            kw_spec[k] = s
-        node = self.sites.get(key)
-        if node is not None and not self._same_spec(node, in_spec, kw_spec, explicit):
-            return "NDD-C105", "this call site was already captured in this step with other arguments", None
-        return None, None, (in_spec, kw_spec, first.device, explicit)
+        try:
+            in_spec = []
+            for i, (m, r) in enumerate(zip(inputs, raw_in)):
+                s, code, why = spec_of("input", i, m, r)
+                if code:
+                    return code, why, None
+                in_spec.append(s)
+            kw_spec = {}
+            explicit = None
+            for k, m in kwargs.items():
+                r = raw_kw[k]
+                if k in ("batch_size", "rng") or r is None:
+                    continue
+                if k == "device":
+                    explicit = r if isinstance(r, Device) else Device(r)
+                    continue
+                s, code, why = spec_of("kwarg", k, m, r)
+                if code:
+                    return code, why, None
+                kw_spec[k] = s
+            node = self.sites.get(key)
+            if node is not None and not self._same_spec(node, in_spec, kw_spec, explicit):
+                return "NDD-C105", "this call site was already captured in this step with other arguments", None
+            return None, None, (in_spec, kw_spec, first.device, explicit)
+        finally:
+            if analysis is not None:
+                analysis.release()
 
     @staticmethod
     def _same_spec(node: Node, in_spec: list, kw_spec: dict, explicit: Device | None) -> bool:

@@ -150,6 +150,11 @@ class CallAnalysis:
                 self._cache[i] = _no("NDD-C002", f"the call in the source has no positional argument {i}")
         return self._cache[i]
 
+    def release(self) -> None:
+        """Give back the locals snapshots the proofs took; call when no more proofs are needed."""
+        if self._ctx is not None:
+            _release_snapshots(self._ctx.snapshots)
+
     def keyword(self, name: str) -> ArgProof:
         """The proof for keyword argument ``name`` of the call."""
         if self._call is None or self._ctx is None:
@@ -171,7 +176,7 @@ def analyze_call(frame: types.FrameType, lasti: int) -> CallAnalysis:
     if isinstance(located, ArgProof):
         return CallAnalysis(located.code, located.reason)
     module, call = located
-    return CallAnalysis(None, None, call, _Ctx(module, frame, 0))
+    return CallAnalysis(None, None, call, _Ctx(module, frame, 0, snapshots={}))
 
 
 # --------------------------------------------------------------------------- source index
@@ -498,6 +503,25 @@ def _is_invariant_fn(value: Any) -> bool:
     return value is invariant
 
 
+# Python 3.10-3.12 keep what ``frame.f_locals`` returns on the frame: a snapshot dict of
+# the function's locals that lives until the function returns or the next read refreshes
+# it. Left there, one traced step's locals (its batches, a loop's iterator after ``del``)
+# would stay alive for the rest of the function. The snapshot is emptied after the proofs
+# unless someone else holds it (``locals()`` kept in a variable, a debugger); a later
+# ``locals()`` or ``f_locals`` fills it again. 3.13's f_locals is a view, with no copy.
+_SNAPSHOTS_STAY = sys.version_info >= (3, 13) or sys.implementation.name != "cpython"
+
+
+def _release_snapshots(snapshots: dict[int, tuple[types.FrameType, Any]]) -> None:
+    while snapshots:
+        frame, ns = snapshots.popitem()[1]
+        optimized = frame.f_code.co_flags & inspect.CO_OPTIMIZED  # module and class bodies: real namespaces
+        # holders: the frame, ``ns`` and getrefcount's argument
+        if not _SNAPSHOTS_STAY and optimized and sys.getrefcount(ns) == 3:
+            ns.clear()
+        del frame, ns
+
+
 # --------------------------------------------------------------------------- proofs
 
 
@@ -505,12 +529,14 @@ class _Ctx:
     """Proofs evaluated in one frame (``frame`` None: structure only, no runtime values)."""
 
     def __init__(self, module: _Module, frame: types.FrameType | None, level: int,
-                 static_globals: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 static_globals: dict[str, Any] | None = None,
+                 snapshots: dict[int, tuple[types.FrameType, Any]] | None = None) -> None:  # fmt: skip
         self.module = module
         self.frame = frame
         self.level = level  # f_back steps from the call-site frame to ``frame``
         self.static_globals = static_globals  # set for default values: names are not allowed
-        self._locals: Any = None
+        # id(frame) -> (frame, frame.f_locals), shared by the contexts of one analysis
+        self.snapshots: dict[int, tuple[types.FrameType, Any]] = {} if snapshots is None else snapshots
         self._visiting: set[tuple[int, str]] = set()
 
     # runtime lookups -----------------------------------------------------------------
@@ -520,9 +546,10 @@ class _Ctx:
             if self.static_globals is not None:
                 return self.static_globals.get(name, _MISSING)
             return _MISSING
-        if self._locals is None:
-            self._locals = self.frame.f_locals
-        for ns in (self._locals, self.frame.f_globals, self.frame.f_builtins):
+        entry = self.snapshots.get(id(self.frame))
+        if entry is None:
+            entry = self.snapshots[id(self.frame)] = (self.frame, self.frame.f_locals)
+        for ns in (entry[1], self.frame.f_globals, self.frame.f_builtins):
             if name in ns:
                 return ns[name]
         return _MISSING
@@ -538,7 +565,7 @@ class _Ctx:
         frame, level = self.frame.f_back, self.level + 1
         while frame is not None and level - self.level <= _MAX_LEVELS:
             if _code_is(frame.f_code, scope, self.module):
-                ctx = _Ctx(self.module, frame, level)
+                ctx = _Ctx(self.module, frame, level, snapshots=self.snapshots)
                 if seen is _MISSING or ctx.lookup(name) is seen:
                     return ctx, seen
                 break
@@ -732,7 +759,7 @@ class _Ctx:
         if isinstance(located, ArgProof):
             return ArgProof(False, located.code, f"parameter {name!r} of {fname!r}: {located.reason}", level)
         module, call = located
-        cctx = _Ctx(module, caller, level)
+        cctx = _Ctx(module, caller, level, snapshots=self.snapshots)
         where = _where(module, call.lineno)
         shift = cctx.callee_shift(call.func, owner.frame.f_code)
         if isinstance(shift, str):
