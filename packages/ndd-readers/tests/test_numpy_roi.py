@@ -54,9 +54,21 @@ def expected(full: np.ndarray, cfg: dict) -> np.ndarray | str:
         hi = [min(max(v, 0), n) for v, n in zip(hi, full.shape)]
     before = [max(0, -v) for v in lo]
     after = [max(0, h - n) for h, n in zip(hi, full.shape)]
-    fill = np.asarray(cfg.get("fill_value", 0.0)).astype(full.dtype)
+    fill = dali_fill(cfg.get("fill_value", 0.0), full.dtype)
     padded = np.pad(full, list(zip(before, after)), constant_values=fill)
     return padded[tuple(slice(v + b, h + b) for v, h, b in zip(lo, hi, before))]
+
+
+def dali_fill(value: float, dtype: np.dtype):
+    """fill_value as DALI converts it: a float32, rounded half away from zero and clamped
+    to an integer type's range (observed with DALI 2.4)."""
+    v = float(np.float32(value))
+    if np.dtype(dtype).kind not in "iu":
+        with np.errstate(over="ignore"):
+            return np.float32(v).astype(dtype)
+    info = np.iinfo(dtype)
+    r = math.copysign(math.floor(abs(v) + 0.5), v)
+    return np.asarray(min(max(r, info.min), info.max)).astype(dtype)
 
 
 def random_cfg(rng: np.random.Generator, ndim: int, ext: int = 6) -> dict:
@@ -160,6 +172,22 @@ def test_fixed_cases(tmp_path):
                                   a[1:2, 1:3])
     np.testing.assert_array_equal(read(roi_start=[2.0, 3.0]), a[2:, 3:])  # integral floats are fine
     np.testing.assert_array_equal(read(roi_start=[1, 2], roi_end=[4, 6], dont_use_mmap=True), a[1:4, 2:6])
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint32", "int64", "float16", "float64"])
+def test_pad_converts_fill_value_as_dali(tmp_path, dtype):
+    # DALI 2.4 gave, for uint8: -1 -> 0, 2.5 -> 3, 300.7 -> 255; int16: -2.5 -> -3;
+    # float64: 2.7 -> 2.700000047683716 (the argument is a float32)
+    path = write(tmp_path, "a.npy", np.arange(4, dtype=dtype).reshape(2, 2), False)
+    for value in [-1, 2.5, 2.7, 300.7, -2.5, 1e10, -1e10]:
+        r = ndd.readers.Numpy(files=[path], roi_start=[1, 1], roi_end=[2, 3], out_of_bounds_policy="pad",
+                              fill_value=value)
+        (t,) = next(iter(r.next_epoch()))
+        got = np.asarray(t)
+        assert got.dtype == np.dtype(dtype) and got[0, 0] == 3
+        want = dali_fill(value, dtype)
+        assert got[0, 1] == want, (value, got[0, 1], want)
+    assert dali_fill(-1, "uint8") == 0 and dali_fill(300.7, "uint8") == 255 and dali_fill(-2.5, "int16") == -3
 
 
 def test_batches_and_mmap(tmp_path, monkeypatch):

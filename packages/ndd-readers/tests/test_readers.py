@@ -675,8 +675,12 @@ def test_numpy_keeps_dtype_and_shape(tmp_path):
     assert b.shape == [(2, 3), (3, 2)]
     (tmp_path / "bad.npy").write_bytes(b"not numpy")
     r = ndd.readers.Numpy(files=[tmp_path / "bad.npy"])
-    with pytest.raises(ValueError, match="bad.npy .sample 0.: not a readable .npy file"):
+    with pytest.raises(ValueError, match="bad.npy .sample 0.: not a readable .npy file: it does not start with "
+                                         r"the .npy magic string .*, it starts with b'not nu'"):
         next(iter(r.next_epoch()))
+    np.save(tmp_path / "obj.npy", np.array([{}], dtype=object))  # a .npy with pickled objects
+    with pytest.raises(ValueError, match="obj.npy .sample 0.: not a readable .npy file: Object arrays cannot"):
+        next(iter(ndd.readers.Numpy(files=[tmp_path / "obj.npy"]).next_epoch()))
 
 
 def test_numpy_file_root_lists_root_then_one_level_of_folders(tmp_path):

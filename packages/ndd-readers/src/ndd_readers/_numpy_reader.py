@@ -11,6 +11,7 @@ import numpy as np
 
 from ndd import Batch, Tensor
 from ndd._dtype import from_numpy
+from ndd._saturate import saturate_cast
 from ndd._threads import AST_LOCK
 
 from ._base import Dataset, StreamReader, check_files, columns, matches, path_list
@@ -180,11 +181,25 @@ class Roi:
             inside = inside and lo >= 0 and hi <= ext
         if inside:
             return np.array(arr[tuple(src)], order="C", copy=True)
-        with np.errstate(all="ignore"):
-            fill = np.asarray(self.fill_value).astype(arr.dtype)
+        # as DALI: the float32 argument converted with ConvertSat (rounded, clamped)
+        with np.errstate(over="ignore"):  # float16: beyond its range is inf, no warning
+            fill = saturate_cast(np.array([self.fill_value], np.float32), arr.dtype)[0]
         out = np.full([hi - lo for lo, hi in zip(anchor, end)], fill, dtype=arr.dtype)
         out[tuple(dst)] = arr[tuple(src)]
         return out
+
+
+def _why_unreadable(path: str, error: Exception) -> str:
+    """np.load's reason, except for a file that is no .npy at all (np.load takes any file
+    without the magic string for a pickle, and would say it holds pickled data)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return str(error)
+    if head != b"\x93NUMPY" and not head.startswith(b"PK"):
+        return f"it does not start with the .npy magic string (b'\\x93NUMPY'), it starts with {head!r}"
+    return str(error)
 
 
 class NumpyDataset(Dataset):
@@ -210,7 +225,7 @@ class NumpyDataset(Dataset):
         except (OSError, ValueError, EOFError) as e:
             if mmap:  # e.g. a layout numpy cannot map: read the file whole
                 return self._load(path, i, False)
-            raise ValueError(f"{path} (sample {i}): not a readable .npy file: {e}") from None
+            raise ValueError(f"{path} (sample {i}): not a readable .npy file: {_why_unreadable(path, e)}") from None
         if not isinstance(arr, np.ndarray):
             if hasattr(arr, "close"):
                 arr.close()
@@ -289,7 +304,7 @@ class Numpy(StreamReader):
     rounded half away from zero. They give one value per axis of ``roi_axes`` (default:
     every axis, in order). ``out_of_bounds_policy`` decides what a region reaching
     outside the array does: ``"error"`` (ValueError naming the file and the argument),
-    ``"pad"`` (filled with ``fill_value``, cast to the file's dtype) or
+    ``"pad"`` (filled with ``fill_value``, a float32 rounded and clamped to the file's dtype) or
     ``"trim_to_shape"`` (cut to the array). The file is memory-mapped and only the
     region is copied out (``dont_use_mmap=True`` reads the file whole first); the output
     is a writable C-contiguous array with the file's dtype (in native byte order), also
