@@ -957,7 +957,7 @@ def test_bad_argument_types_name_the_argument(file_tree, caffe2_db, tfrecord_fil
 
 
 def test_fractional_defaults_of_float_features_are_kept():
-    assert tfr.FixedLenFeature([], tfr.float32, 0.1)._default.tolist() == [np.float32(0.1)]
+    assert tfr.FixedLenFeature([], tfr.float32, 0.1)._default.tolist() == np.float32(0.1)
     assert tfr.FixedLenFeature([2], tfr.int64, 3.0)._default.tolist() == [3, 3]
 
 
@@ -975,6 +975,23 @@ def test_file_list_labels_and_index_offsets_are_plain_decimals(tmp_path, tfrecor
     with pytest.raises(ValueError, match=re.escape("big.idx:1: invalid index entry '99999999999999999999 20'")):
         ndd.readers.TFRecord(path=tfrecord_file[0], index_path=tmp_path / "big.idx",
                              features={"label": tfr.FixedLenFeature([1], tfr.int64, -1)})
+
+
+def test_tfrecord_scalar_features_are_0d(tfrecord_file):
+    """FixedLenFeature([]) (TensorFlow's usual label feature) gives 0-d samples, so a batch's
+    torch tensor is (N,); [1] gives (N, 1) (observed with DALI 2.4)."""
+    path, index = tfrecord_file
+
+    def first_batch(**features):
+        return next(ndd.readers.TFRecord(path=path, index_path=index, features=features).next_epoch(batch_size=3))
+
+    b = first_batch(label=tfr.FixedLenFeature([], tfr.int64, -1), missing=tfr.FixedLenFeature((), tfr.float32, 7))
+    assert b["label"].shape == [(), (), ()] and b["label"].dtype == ndd.int64
+    assert b["label"].torch().tolist() == LABELS[:3]
+    assert b["missing"].shape == [(), (), ()] and b["missing"].torch().tolist() == [7.0] * 3
+    assert tuple(first_batch(label=tfr.FixedLenFeature([1], tfr.int64, -1))["label"].torch().shape) == (3, 1)
+    with pytest.raises(ValueError, match=r"feature 'box' holds 4 values; FixedLenFeature shape \[\] needs 1"):
+        first_batch(box=tfr.FixedLenFeature([], tfr.float32))
 
 
 def test_a_state_is_taken_by_the_same_data_read_with_other_options(tfrecord_file, tmp_path):

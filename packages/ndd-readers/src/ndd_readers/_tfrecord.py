@@ -23,7 +23,7 @@ the 16 framing bytes (the format of DALI's ``tfrecord2idx``).
 Feature semantics (modelled on ``nvidia.dali.tfrecord``):
 
 * ``FixedLenFeature(shape, dtype, default_value)``: numeric features come out with
-  ``shape`` (``[]`` gives shape ``(1,)``, as in DALI) and must hold exactly that many
+  ``shape`` (``[]`` gives a 0-d scalar, as in DALI 2.4) and must hold exactly that many
   values; string features must have ``shape`` ``[]`` or ``[1]`` and come out as the
   uint8 bytes of the first value.  A missing feature is filled with
   ``default_value``; without one it raises ``ValueError``.
@@ -113,8 +113,7 @@ class FixedLenFeature(Feature):
         self.default_value = default_value
         if any(d < 0 for d in self.shape):
             raise ValueError(f"FixedLenFeature shape must be non-negative, got {list(self.shape)}")
-        self._out_shape = self.shape or (1,)
-        self._size = math.prod(self._out_shape)
+        self._size = math.prod(self.shape)
         self._default: np.ndarray | None = None
         if self.dtype == FeatureType.string:
             if math.prod(self.shape) > 1:
@@ -132,7 +131,7 @@ class FixedLenFeature(Feature):
                 converted = given.astype(_NP_TYPES[self.dtype])
                 if converted.dtype.kind == "i" and not np.array_equal(converted, given):
                     raise TypeError  # a fraction for int64: it would be cut silently
-                self._default = np.broadcast_to(converted, self._out_shape).copy()
+                self._default = np.broadcast_to(converted, self.shape).copy()
             except TypeError:
                 raise TypeError(f"default_value {default_value!r} is not of the feature's type "
                                 f"{self.dtype.name}") from None
@@ -165,7 +164,7 @@ class FixedLenFeature(Feature):
                 f"{source}: feature {name!r} holds {values.size} values; "
                 f"FixedLenFeature shape {list(self.shape)} needs {n}"
             )
-        return values.reshape(self._out_shape)
+        return values.reshape(self.shape)
 
 
 class VarLenFeature(Feature):
