@@ -582,6 +582,19 @@ def test_crop_chw_and_bad_args(rng):
     for op in (ndd.crop, ndd.crop_mirror_normalize, ndd.decoders.image_crop):
         with raises(ValueError, r"'crop_w' and 'crop_h' must be given together"):  # as DALI
             op(img if op is not ndd.decoders.image_crop else np.zeros(10, np.uint8), crop_w=5)
+    # one of crop_w/crop_h per sample (a Batch), the other a constant: as DALI 2.4
+    imgs = ndd.as_batch([img, rand_image(rng, 8, 9)])
+    heights = ndd.batch([np.float32(1), np.float32(2)])
+    for op in (ndd.crop, ndd.crop_mirror_normalize):
+        out = op(imgs, crop_w=2.0, crop_h=heights, crop_pos_x=0, crop_pos_y=0)
+        want = [(1, 2), (2, 2)] if op is ndd.crop else [(3, 1, 2), (3, 2, 2)]
+        assert [tuple(s[:2]) if op is ndd.crop else tuple(s) for s in out.shape] == want
+        with raises(ValueError, r"'crop_w' and 'crop_h' must be given together \(as in DALI\), got only 'crop_h'"):
+            op(imgs, crop_h=heights)
+        with raises(ValueError, r"argument 'crop' cannot be combined with crop_w/crop_h"):
+            op(imgs, crop=ndd.batch([np.float32([2, 2])] * 2), crop_w=3, crop_h=3)
+    np.testing.assert_array_equal(as_np(ndd.crop(imgs, crop_w=ndd.batch([np.float32(3)] * 2), crop_h=4.0,
+                                                 crop_pos_x=0, crop_pos_y=0).tensors[0]), img[:4, :3])
     with raises(ValueError, r"crop.*'out_of_bounds_policy'"):
         ndd.crop(img, crop=(4, 4), out_of_bounds_policy="wrap")
     with raises(ValueError, r"crop.*'fill_values'"):
@@ -602,6 +615,24 @@ def test_resize_mixed_axes_antialias(rng):
     out = as_np(ndd.resize(img, size=(25, 47)))
     ref = refs.resample(img, (25, 47), "linear", antialias=True)
     assert _maxdiff(out[3:-3, 3:-3], ref[3:-3, 3:-3]) <= 2
+
+
+@pytest.mark.parametrize("mag", ["cubic", "lanczos3", "nn"])
+@pytest.mark.parametrize("antialias", [True, False])
+def test_resize_filter_per_axis(rng, mag, antialias):
+    """Height shrinks with min_filter (LINEAR), width grows with mag_filter: each axis keeps its
+    own filter (the grown axis was resampled with the shrinking axis's tent under antialias)."""
+    interp = {"cubic": types.INTERP_CUBIC, "lanczos3": types.INTERP_LANCZOS3, "nn": types.INTERP_NN}[mag]
+    img = smooth_image(rng, 60, 20, 3).astype(np.float32)
+    out = as_np(ndd.resize(img, size=(25, 50), mag_filter=interp, antialias=antialias))
+    ref = refs.resample(img, (25, 50), ("linear", mag), antialias=antialias)
+    np.testing.assert_allclose(out, ref, atol=1e-3 * 255)
+    # DALI 2.4's row 0 for a 4x3 ramp resized to 2x5 with mag_filter=CUBIC (antialias on / off)
+    ramp = (np.arange(4, dtype=np.float32) * 10)[:, None, None] + np.float32([0, 1, 3])[None, :, None]
+    if mag == "cubic":
+        want = [6.186, 6.53, 7.25, 8.546, 9.378] if antialias else [4.936, 5.28, 6.0, 7.296, 8.128]
+        got = as_np(ndd.resize(ramp, size=(2, 5), mag_filter=interp, antialias=antialias))[0, :, 0]
+        np.testing.assert_allclose(got, want, atol=1e-3)
 
 
 def test_dalis_own_interp_enum_and_a_2x3_matrix():

@@ -331,6 +331,7 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
     for name, spec in spec_args.items():
         if spec.required and args[name] is None and (batch_args is None or name not in batch_args):
             raise TypeError(f"Operator `{op}` is missing the required argument '{name}'")
+    args.batch_args = {k: b for k, (_, b) in batch_args.items()} if batch_args else {}
     if schema.validate is not None:
         schema.validate(args)
 
@@ -355,7 +356,6 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
         state = None
 
     in_metas = [OutMeta(x._dtype, x._ndim, x._layout) if x is not None else None for x in ins]
-    args.batch_args = {k: b for k, (_, b) in batch_args.items()} if batch_args else {}
     args.inputs = ins
     out_metas = schema.infer(in_metas, args)
     ctx = EvalContext.current()
@@ -427,6 +427,7 @@ class Plan:
             if spec is None:
                 raise TypeError(f"Operator `{op}` got an unexpected keyword argument '{name}'")
             args[name] = convert_arg(op, name, spec, v)
+        args.batch_args = dict.fromkeys(batch_arg_names)  # (validate sees which are given per sample)
         if schema.validate is not None:
             schema.validate(args)
         _, self.kernel = _pick_kernel(schema, [], device)

@@ -84,17 +84,19 @@ def _float_or_same(op: str, m: OutMeta, dt: _dtype.DType | None) -> _dtype.DType
     return dt
 
 
+def _given(args: dict, name: str) -> bool:
+    """Whether ``name`` was given: a non-zero constant, or per-sample values (a Batch)."""
+    return bool(args.get(name)) or name in (getattr(args, "batch_args", None) or ())
+
+
 def _window_size(op: str, args: dict, names: tuple[str, ...]) -> None:
     crop = args.get("crop")
-    if crop is not None:
-        if len(crop) not in (2, 3):
-            raise _err(op, "crop", f"must have 2 (H, W) or 3 (D, H, W) values, got {len(crop)}")
-        if any(args.get(n) for n in names):
-            raise ValueError(
-                f"Operator `{op}`: argument 'crop' cannot be combined with {'/'.join(names)}"
-            )
+    if crop is not None and len(crop) not in (2, 3):
+        raise _err(op, "crop", f"must have 2 (H, W) or 3 (D, H, W) values, got {len(crop)}")
+    if _given(args, "crop") and any(_given(args, n) for n in names):
+        raise ValueError(f"Operator `{op}`: argument 'crop' cannot be combined with {'/'.join(names)}")
     _non_negative(op, args, "crop", *names)
-    present = [n for n in names if args.get(n)]
+    present = [n for n in names if _given(args, n)]
     if present and len(present) != len(names):
         raise ValueError(f"Operator `{op}`: arguments {' and '.join(repr(n) for n in names)} must be "
                          f"given together (as in DALI), got only {present[0]!r}")
