@@ -33,13 +33,14 @@ def _weights(kind: str, n_in: int, n_out: int, lo: float, hi: float, antialias: 
     return w
 
 
-def resample(img: np.ndarray, out_hw: tuple[int, int], kind: str, antialias: bool = True,
+def resample(img: np.ndarray, out_hw: tuple[int, int], kind: str | tuple[str, str], antialias: bool = True,
              lo: tuple[float, float] = (0, 0), hi: tuple[float, float] | None = None) -> np.ndarray:
-    """Separable resampling of an HWC image (float64 result)."""
+    """Separable resampling of an HWC image (float64 result); ``kind`` for both axes or (rows, columns)."""
     h, w = img.shape[:2]
     hi = hi or (h, w)
-    wy = _weights(kind, h, out_hw[0], lo[0], hi[0], antialias)
-    wx = _weights(kind, w, out_hw[1], lo[1], hi[1], antialias)
+    ky, kx = (kind, kind) if isinstance(kind, str) else kind
+    wy = _weights(ky, h, out_hw[0], lo[0], hi[0], antialias)
+    wx = _weights(kx, w, out_hw[1], lo[1], hi[1], antialias)
     x = img.astype(np.float64)
     return np.einsum("oh,hwc,pw->opc", wy, x, wx)
 

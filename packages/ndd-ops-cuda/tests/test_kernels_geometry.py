@@ -261,6 +261,15 @@ def test_resize_filters(interp, size, antialias):
     _resize_close(*run_both(fn, b)[:2], np.uint8)
 
 
+@pytest.mark.parametrize("mag", [DALIInterpType.INTERP_CUBIC, DALIInterpType.INTERP_NN])
+@pytest.mark.parametrize("antialias", [True, False])
+def test_resize_filter_per_axis(mag, antialias):
+    """One axis shrinks (min_filter LINEAR), the other grows with its own mag_filter."""
+    b = batch(smooth_images(13, RAGGED_RGB, np.float32))
+    fn = lambda x: ndd.resize(x, size=(12, 70), mag_filter=mag, antialias=antialias)  # noqa: E731
+    _resize_close(*run_both(fn, b)[:2], np.float32)
+
+
 @pytest.mark.parametrize("shapes", [UNIFORM_RGB, RAGGED_RGB, GRAY])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_resize_size_arguments(shapes, dtype):

@@ -241,7 +241,8 @@ def resample(img: np.ndarray, plan: Plan, min_f: DALIInterpType, mag_f: DALIInte
     into ``out`` (the result's shape and ``dtype``) when given."""
     k0, k1 = axis_kinds(plan, min_f, mag_f, antialias)
     # Pillow's BILINEAR is a tent widened only on shrinking axes: TRIANGULAR there, LINEAR elsewhere.
-    pil = TRIANGULAR if {k0, k1} == {LINEAR, TRIANGULAR} else k0
+    tents = {k0, k1} == {LINEAR, TRIANGULAR}
+    pil = TRIANGULAR if tents else k0
     if k0 == k1 == NN:
         res = _resample_nn(img, plan)
         return res.astype(dtype, copy=False) if out is None else _into(out, res)
@@ -249,7 +250,7 @@ def resample(img: np.ndarray, plan: Plan, min_f: DALIInterpType, mag_f: DALIInte
         img = img.astype(np.float32)  # not rounded on the way to a float output
     if k0 == k1 == LINEAR:
         res = _resample_cv(img, plan)
-    elif ((k0 == k1 or pil == TRIANGULAR) and pil in _PIL_FILTER
+    elif ((k0 == k1 or tents) and pil in _PIL_FILTER
           and (antialias or all(plan.out[d] >= abs(plan.hi[d] - plan.lo[d]) for d in range(2)))):
         if out is not None and np.dtype(dtype) == np.uint8 and img.dtype == np.uint8:
             return _resample_pil(img, plan, pil, out)

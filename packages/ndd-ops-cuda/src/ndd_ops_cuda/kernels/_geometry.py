@@ -511,8 +511,9 @@ def _engine(plan: ResizePlan, filters: tuple, antialias: bool, in_hw: tuple[int,
         return "cv", (k0, k1)
     if k0 == k1 == NN:  # indexing, exactly (the CPU's NumPy path)
         return "numpy", (k0, k1)
-    pil = TRIANGULAR if {k0, k1} == {LINEAR, TRIANGULAR} else k0
-    if ((k0 == k1 or pil == TRIANGULAR) and pil in (TRIANGULAR, CUBIC, LANCZOS3)
+    tents = {k0, k1} == {LINEAR, TRIANGULAR}
+    pil = TRIANGULAR if tents else k0
+    if ((k0 == k1 or tents) and pil in (TRIANGULAR, CUBIC, LANCZOS3)
             and (antialias or all(plan.out[d] >= abs(plan.hi[d] - plan.lo[d]) for d in range(2)))):
         (t, b), (left, r) = pil_edge_pads(in_hw, plan, pil)  # Pillow sees the padded image
         rows_first = pil_vertical_first((in_hw[0] + t + b, in_hw[1] + left + r), plan.out, _PILLOW)
