@@ -395,6 +395,18 @@ def test_rotate_canvas_size_and_keep_size(rng):
     assert s.shape == (11, 13, 3)
 
 
+@pytest.mark.parametrize(("hw", "angle", "want"), [
+    ((3, 2), 45, (4, 5)), ((3, 2), 135, (5, 4)), ((2, 3), 45, (5, 4)), ((6, 7), 45, (11, 10)),
+    ((20, 9), 45, (21, 22)), ((3, 18), 45, (16, 15)), ((3, 2), 225, (5, 4)), ((3, 2), 315, (4, 5)),
+    ((3, 2), 44.9999, (5, 4)), ((3, 2), 45.0001, (4, 5)), ((7, 7), 45, (11, 11)),
+])
+def test_rotate_canvas_at_odd_multiples_of_45_degrees(hw, angle, want):
+    """Which extent's parity the canvas keeps where |sin| and |cos| tie: DALI 2.4's shapes
+    (it works with the angle as a float32 in radians)."""
+    out = ndd.rotate(np.zeros((*hw, 1), np.uint8), angle=angle)
+    assert as_np(out).shape == (*want, 1)
+
+
 def test_rotate_batch_per_sample_angles(rng):
     digits = rng.integers(0, 256, (64, 28, 28, 1), dtype=np.uint8)
     angles = rng.uniform(-30, 30, 64).astype(np.float32)

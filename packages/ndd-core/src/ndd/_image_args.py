@@ -323,8 +323,10 @@ def color_twist_params(args: KernelArgs, n: int, in_dt: np.dtype,
 
 def rotated_size(h: np.ndarray, w: np.ndarray, angle_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """DALI's canvas for rotated images (arrays, one per sample): the bounding box, with
-    the parity of the dominant input extent kept so the centre stays on the pixel grid."""
-    a = np.radians(angle_deg)
+    the parity of the dominant input extent kept so the centre stays on the pixel grid.
+    The angle in radians is a float32, as DALI's: that decides which extent dominates at
+    odd multiples of 45 degrees (float32(pi / 4) is above pi / 4, so the sine wins at 45)."""
+    a = np.radians(np.asarray(angle_deg, np.float64)).astype(np.float32).astype(np.float64)
     c, s = np.abs(np.cos(a)), np.abs(np.sin(a))
     eps = 1e-2
     ow = np.ceil(c * w + s * h - eps).astype(np.int64)
