@@ -118,6 +118,36 @@ def test_resize_no_antialias_downscale_cubic_and_gaussian(rng):
     assert np.abs(np.diff(g, axis=1)).mean() < np.abs(np.diff(nn, axis=1)).mean()
 
 
+# Weights of GAUSSIAN resizing observed with DALI 2.4 (impulse responses, rows: outputs):
+# its tabulated filter reads ceil(support) taps from the support's left end, so the weights
+# are not quite symmetric.
+_DALI_GAUSSIAN_WEIGHTS = [
+    (3, 1, False, [[0, 0.982014, 0.017986]]),
+    (3, 1, True, [[0.307086, 0.378888, 0.314026]]),
+    (9, 3, True, [[0.307086, 0.378888, 0.242908, 0.064178, 0.00694, 0, 0, 0, 0],
+                  [0, 0, 0.064178, 0.242908, 0.378888, 0.242908, 0.064178, 0.00694, 0],
+                  [0, 0, 0, 0, 0.00694, 0.064179, 0.242908, 0.378888, 0.307086]]),
+    (2, 5, True, [[1, 0], [0.96068, 0.03932], [0.5, 0.5], [0.03932, 0.96068], [0, 1]]),
+    (4, 8, False, [[1, 0, 0, 0], [0.880797, 0.119203, 0, 0], [0.119203, 0.880797, 0, 0],
+                   [0, 0.880797, 0.119203, 0], [0, 0.119203, 0.880797, 0], [0, 0, 0.880797, 0.119203],
+                   [0, 0, 0.119203, 0.880797], [0, 0, 0, 1]]),
+]
+
+
+@pytest.mark.parametrize(("n_in", "n_out", "antialias", "want"), _DALI_GAUSSIAN_WEIGHTS)
+def test_resize_gaussian_weights_are_dalis(n_in, n_out, antialias, want):
+    got = np.zeros((n_out, n_in))
+    for j in range(n_in):  # one impulse per input pixel, down the rows and across the columns
+        impulse = np.zeros((n_in, 1, 1), np.float32)
+        impulse[j] = 1
+        for rows in (True, False):
+            img = impulse if rows else impulse.reshape(1, n_in, 1)
+            size = (n_out, 1) if rows else (1, n_out)
+            out = as_np(ndd.resize(img, size=size, interp_type=types.INTERP_GAUSSIAN, antialias=antialias))
+            got[:, j] = out.ravel()
+    np.testing.assert_allclose(got, want, atol=2e-6)
+
+
 @pytest.mark.parametrize("kind,interp", [("linear", types.INTERP_LINEAR), ("cubic", types.INTERP_CUBIC),
                                          ("lanczos3", types.INTERP_LANCZOS3)])
 def test_resize_roi_past_the_image_repeats_the_edge(rng, kind, interp):

@@ -694,6 +694,8 @@ def axis_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
     edges clamped, weights sum to 1."""
     if kind == NN:
         return nn_indices(n_in, n_out, lo, hi, rows)[:, None], np.ones((n_out, 1), np.float32)
+    if kind == GAUSSIAN:
+        return _gaussian_taps(n_in, n_out, lo, hi, antialias)
     centres = lo + (np.arange(n_out) + 0.5) * (hi - lo) / n_out
     f, radius = _filter(kind, abs(hi - lo), n_out, antialias)
     taps = int(math.ceil(2 * radius)) + 2
@@ -701,6 +703,43 @@ def axis_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
     pos = first[:, None] + np.arange(taps)
     w = f((pos + 0.5 - centres[:, None]) / radius)
     w /= np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
+    return np.clip(pos, 0, n_in - 1), w.astype(np.float32)
+
+
+# DALI's Gaussian resampling filter is a table of 65 samples of exp(-x^2) over x in [-2, 2],
+# read with linear interpolation and stretched to a support of 2 * radius pixels (radius:
+# the shrink factor under antialias, else 1), all in float32. Its taps start at the first
+# pixel at or after the support's left end and there are ceil(support) of them, so float
+# rounding of the support (a hair under 2 for radius 1) decides whether a pixel at the
+# very edge of the support is read; the results differ from an exact Gaussian by up to 1%.
+# ndd computes the taps the same way, so that its GAUSSIAN resize gives DALI 2.4's values.
+_GAUSS_TABLE = np.exp(-np.square((np.arange(65, dtype=np.float32) - np.float32(32)) / np.float32(16)))
+
+
+def _gaussian_taps(n_in: int, n_out: int, lo: float, hi: float, antialias: bool) -> tuple[np.ndarray, np.ndarray]:
+    f32 = np.float32
+    size = f32(abs(hi - lo))
+    radius = size / f32(n_out) if antialias and n_out and size > n_out else f32(1)
+    sigma = f32(float(radius * f32(0.5)) / math.sqrt(2))
+    support = max(f32(1), f32(4 * math.sqrt(2)) * sigma)
+    tscale = f32(64) / support  # table entries per pixel
+    anchor = f32(32) / tscale
+    taps = max(1, int(np.ceil(f32(64) / tscale)))
+    pscale = f32(f32(hi) - f32(lo)) / f32(n_out)
+    x0 = f32(lo) + f32(0.5) * pscale - f32(0.5) - anchor
+    start = (np.arange(n_out, dtype=f32) * pscale + x0).astype(f32)
+    first = np.ceil(start)
+    t = ((first - start)[:, None] + np.arange(taps, dtype=f32)) * tscale  # table positions
+    i0 = np.floor(t).astype(np.intp)
+    frac = t - i0
+    table = np.concatenate([_GAUSS_TABLE, np.zeros(2, f32)])  # past the end reads 0
+    inside = (t > -1) & (t < 65)
+    a = np.where(i0 >= 0, table[np.clip(i0, 0, 65)], f32(0))
+    b = table[np.clip(i0 + 1, 0, 65)]
+    w = np.where(inside, a + frac * (b - a), f32(0)).astype(f32)
+    total = w.sum(axis=1, keepdims=True, dtype=f32)
+    w = np.where(total > 0, w / np.where(total > 0, total, f32(1)), w)
+    pos = first.astype(np.intp)[:, None] + np.arange(taps)
     return np.clip(pos, 0, n_in - 1), w.astype(np.float32)
 
 
