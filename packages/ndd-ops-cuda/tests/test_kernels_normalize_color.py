@@ -45,6 +45,18 @@ def test_cmn_layouts_and_mirror(shapes, dtype):
         assert_close(ref, got, rtol=1e-6, atol=1e-6 if kw.get("dtype") is None else 1e-3)
 
 
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+def test_cmn_mirrors_wide_unsigned_images(dtype, channels):
+    """torch flips no uint16/32/64 tensor: mirrored through their signed twins."""
+    b = batch([(np.arange(5 * 6 * channels).reshape(5, 6, channels) + i).astype(dtype) for i in range(4)])
+    mirror = ndd.as_batch([np.int32(i % 2) for i in range(4)])
+    for kw in ({"mirror": 1}, {"mirror": mirror}, {"mirror": mirror, "crop": (4, 4), "crop_pos_x": 0.3}):
+        kw = {"dtype": ndd.dtype(dtype), **kw}  # (the input type out: flipped before any cast)
+        ref, got, _ = run_both(lambda x: ndd.crop_mirror_normalize(x, **kw), b)  # noqa: B023
+        assert_close(ref, got, rtol=1e-6, atol=1e-6)
+
+
 def test_cmn_integer_output_and_per_sample_arguments():
     b = batch(rand_images(2, UNIFORM_RGB))
     ref, got, _ = run_both(lambda x: ndd.crop_mirror_normalize(x, mean=[100.0], std=[0.5], dtype=ndd.int8), b)

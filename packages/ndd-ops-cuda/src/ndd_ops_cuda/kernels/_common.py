@@ -19,6 +19,15 @@ from ndd.plugins import BatchData, KernelContext, Window
 SIGNED_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
+def flipped(x: torch.Tensor, dims: Any, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``x.flip(dims)`` (where ``mask`` holds, when given); torch flips no uint16/32/64:
+    those as their signed twin, the same bits."""
+    twin = SIGNED_TWIN.get(x.dtype)
+    v = x if twin is None else x.view(twin)
+    out = v.flip(dims) if mask is None else torch.where(mask, v.flip(dims), v)
+    return out if twin is None else out.view(x.dtype)
+
+
 def torch_dtype(dt: Any) -> torch.dtype:
     """The torch dtype of a NumPy dtype (or an ndd DType)."""
     return _torch_dtype(np.dtype(getattr(dt, "numpy_dtype", dt)))

@@ -56,12 +56,12 @@ from ndd.types import DALIInterpType
 
 from .._backend import BACKEND
 from ._common import (
-    SIGNED_TWIN,
     as_float,
     cached_constant,
     call_stream,
     cast_to,
     device_of,
+    flipped,
     gather_windows,
     graph_shape,
     host_batch,
@@ -172,15 +172,6 @@ def _crop_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: li
 # -- flip -------------------------------------------------------------------------------
 
 
-def _flipped(x: torch.Tensor, dims: Any, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """``x.flip(dims)`` (where ``mask`` holds, when given); torch flips no uint16/32/64:
-    those as their signed twin, the same bits."""
-    twin = SIGNED_TWIN.get(x.dtype)
-    v = x if twin is None else x.view(twin)
-    out = v.flip(dims) if mask is None else torch.where(mask, v.flip(dims), v)
-    return out if twin is None else out.view(x.dtype)
-
-
 def flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd = inputs[0]
     n = len(bd)
@@ -195,14 +186,14 @@ def flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
                              f"{'WHD'[list(axes).index(k)]} dimension")
     x = stacked(bd)
     if x is None:
-        return [_flipped(s, [ax for k, ax in axes.items() if flags[k][i]]).contiguous() if any(
+        return [flipped(s, [ax for k, ax in axes.items() if flags[k][i]]).contiguous() if any(
             flags[k][i] for k in axes) else s.clone() for i, s in enumerate(bd.samples)]
     for k, ax in axes.items():
         f = flags[k]
         if f.all():
-            x = _flipped(x, ax + 1)
+            x = flipped(x, ax + 1)
         elif f.any():
-            x = _flipped(x, ax + 1, upload(f, x.device).reshape((n,) + (1,) * (x.ndim - 1)))
+            x = flipped(x, ax + 1, upload(f, x.device).reshape((n,) + (1,) * (x.ndim - 1)))
     return x.contiguous() if x is not bd.dense else x.clone()
 
 
@@ -235,9 +226,9 @@ def _flip_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: li
     for k, (m, _) in modes.items():
         ax = axes[k]
         if m == "mask":
-            x = _flipped(x, ax + 1, next(masks).reshape((len(bd),) + (1,) * (x.ndim - 1)))
+            x = flipped(x, ax + 1, next(masks).reshape((len(bd),) + (1,) * (x.ndim - 1)))
         elif m:
-            x = _flipped(x, ax + 1)
+            x = flipped(x, ax + 1)
     return x.contiguous() if x is not bd.dense else x.clone()
 
 

@@ -34,6 +34,7 @@ from ._common import (
     cached_constant,
     call_stream,
     cast_to,
+    flipped,
     gather_windows,
     graph_shape,
     out_dtype,
@@ -80,10 +81,9 @@ def _cmn_batch(op: str, x: torch.Tensor, wins: list, mirror: np.ndarray, coefs: 
     if all(win == wins[0] for win in wins) and y0 >= 0 and x0 >= 0 and y0 + h <= H and x0 + w <= W:
         src = hw_first[:, y0:y0 + h, x0:x0 + w]
         if mirror.all():
-            src = src.flip(2)
+            src = flipped(src, 2)
         elif mirror.any():
-            m = upload(mirror, dev).reshape((n,) + (1,) * (src.ndim - 1))
-            src = torch.where(m, src.flip(2), src)
+            src = flipped(src, 2, upload(mirror, dev).reshape((n,) + (1,) * (src.ndim - 1)))
     else:
         ys, xs, valid = window_indices(wins, [(H, W)] * n, mirror)
         src = gather_windows(hw_first, ys, xs)
@@ -213,9 +213,9 @@ def _cmn_graph_device(ctx: KernelContext, inputs: list[BatchData], uploaded: lis
         (y0, x0), (h, w) = p["wins"][0]
         src = hw_first[:, y0:y0 + h, x0:x0 + w]
         if p["mirror_mode"] == "mask":
-            src = torch.where(next(up).reshape((n,) + (1,) * (src.ndim - 1)), src.flip(2), src)
+            src = flipped(src, 2, next(up).reshape((n,) + (1,) * (src.ndim - 1)))
         elif p["mirror_mode"]:
-            src = src.flip(2)
+            src = flipped(src, 2)
     ab = None if p["shared"] else next(up)
     return _cmn_window(ctx.op, src, None, p["coefs"], args, p["lay"], out_dtype(ctx), call_stream(ctx), ab)
 
