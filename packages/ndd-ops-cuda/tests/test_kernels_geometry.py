@@ -261,6 +261,20 @@ def test_resize_filters(interp, size, antialias):
     _resize_close(*run_both(fn, b)[:2], np.uint8)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.uint16, np.uint32, np.int64])
+def test_nearest_neighbour_resize_copies_pixels_exactly(dtype):
+    """No pass through float32: values float32 cannot hold come out unchanged."""
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    make = (lambda s: rng.integers(info.min, info.max, s, dtype=dtype)) if info else (lambda s: rng.random(s))
+    b = batch([make(s).astype(dtype) for s in [(7, 9, 3), (7, 9, 3), (5, 4, 3)]])
+    nn = DALIInterpType.INTERP_NN
+    for fn in (lambda x: ndd.resize(x, size=(11, 6), interp_type=nn),
+               lambda x: ndd.random_resized_crop(x, size=(4, 4), interp_type=nn, rng=ndd.random.RNG(seed=1))):
+        ref, got, _ = run_both(fn, b)
+        assert_equal(ref, got)
+
+
 @pytest.mark.parametrize("mag", [DALIInterpType.INTERP_CUBIC, DALIInterpType.INTERP_NN])
 @pytest.mark.parametrize("antialias", [True, False])
 def test_resize_filter_per_axis(mag, antialias):

@@ -56,6 +56,7 @@ from ndd.types import DALIInterpType
 
 from .._backend import BACKEND
 from ._common import (
+    SIGNED_TWIN,
     as_float,
     cached_constant,
     call_stream,
@@ -592,10 +593,20 @@ def _resample_batch(x: torch.Tensor, plans: list[ResizePlan], kinds: list[tuple]
 def _engine_passes(x: torch.Tensor, engine: str, dt: torch.dtype, taps: Any) -> torch.Tensor:
     """``x`` (n, H, W, C) resampled as ``engine`` does, with ``taps(axis)`` -> (indices,
     weights) of each axis (see :func:`_resample_batch`)."""
+    axes = (1, 0) if engine == "pil" else (0, 1)  # (OpenCV and "pilv": rows first)
+    each = {axis: taps(axis) for axis in axes}
+    if all(ti.shape[2] == 1 for ti, _ in each.values()):  # nearest neighbour: a copy, exact in any type
+        twin = SIGNED_TWIN.get(x.dtype)  # (torch indexes no uint16/32/64)
+        y = x if twin is None else x.view(twin)
+        rows = torch.arange(x.shape[0], device=x.device)[:, None]
+        for axis in axes:
+            ti = each[axis][0][:, :, 0]
+            y = y[rows, ti] if axis == 0 else y.transpose(1, 2)[rows, ti].transpose(1, 2)
+        return cast_to(y if twin is None else y.view(x.dtype), dt)
     u8 = x.dtype == torch.uint8 and engine != "numpy" and dt == torch.uint8
     y = as_float(x)
-    for axis in ((1, 0) if engine == "pil" else (0, 1)):  # (OpenCV and "pilv": rows first)
-        y = _resample_axis(y, *taps(axis), axis)
+    for axis in axes:
+        y = _resample_axis(y, *each[axis], axis)
         if u8:
             y = _round_u8(y)
     return cast_to(y, dt)
