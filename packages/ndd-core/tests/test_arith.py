@@ -55,7 +55,13 @@ def test_true_and_floor_division():
     for zero in (lambda: t // 0, lambda: t % 0, lambda: t // np.int64(0)):
         with pytest.raises(ValueError, match="Integer division by zero."):  # a constant 0: as DALI
             zero()
-    np.testing.assert_array_equal(A(t // ndd.tensor(np.zeros(4, np.int32))), [0, 0, 0, 0])  # data: 0
+    for zero in (lambda: t // ndd.tensor(np.array([1, 0, 2, 3], np.int32)),  # a zero in the data: as DALI
+                 lambda: t % ndd.tensor(np.zeros(4, np.int32)),
+                 lambda: samples(ndd.batch([np.int16(5)]) // ndd.batch([np.int16(0)]))):
+        with pytest.raises(ValueError) as e:  # raised by the kernel: the cause of the reported error
+            A(zero())
+        assert "Integer division by zero." in str(e.value) + str(e.value.__cause__)
+    np.testing.assert_array_equal(A(t % ndd.tensor(np.array([3, 3, 4, 5], np.int32))), [1, -1, 2, -1])
     assert np.isinf(A(ndd.tensor(np.array([1.0])) // 0)).all()  # floats divide
     f = ndd.tensor(np.array([7.0, -7.0], np.float64))
     assert (f / 2).dtype == ndd.float64 and (f // 2).dtype == ndd.float64

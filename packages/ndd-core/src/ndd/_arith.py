@@ -16,7 +16,8 @@ Type rules (DALI's promotion table; the order of operands does not matter):
   ``fpow`` …) give float32 when every operand is an integer or bool;
 - ``//`` (``div``) truncates toward zero for integers (C semantics, like DALI) and is a
   true division for floats; ``%`` (``mod``) is C's remainder (``fmod``), so
-  ``a == (a // b) * b + a % b``; integer division by zero gives 0;
+  ``a == (a // b) * b + a % b``; integer division by zero raises ValueError on the CPU, as
+  in DALI, and gives 0 on the GPU;
 - comparisons give bool; bitwise operators and shifts reject floats (ValueError);
 - arithmetic whose result type is bool is computed on integers and then converted
   (``True - True`` is False).
@@ -108,12 +109,28 @@ def result_types(op: str, dtypes: tuple[DType, ...]) -> tuple[DType, np.dtype]:
 # -- NumPy implementations (operands already in the compute dtype) --------------------
 
 
+class _ZeroDivisor(ValueError):
+    pass
+
+
+def _no_zero_divisor(b: Any) -> None:
+    if not np.all(b):  # as DALI's CPU kernel (the GPU kernels give 0: a check would wait for the device)
+        raise _ZeroDivisor("Integer division by zero.")
+
+
 def _div(a: Any, b: Any) -> Any:
     if a.dtype.kind == "f":
         return np.true_divide(a, b)
+    _no_zero_divisor(b)
     if a.dtype.kind == "u":
         return np.floor_divide(a, b)
     return np.floor_divide(a - np.fmod(a, b), b)  # exact: truncates toward zero
+
+
+def _mod(a: Any, b: Any) -> Any:
+    if a.dtype.kind != "f":
+        _no_zero_divisor(b)
+    return np.fmod(a, b)
 
 
 def _pow(a: Any, b: Any) -> Any:
@@ -128,7 +145,7 @@ def _pow(a: Any, b: Any) -> Any:
 
 _IMPL: dict[str, Callable[..., Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div, "fdiv": np.true_divide,
-    "mod": np.fmod, "pow": _pow, "fpow": np.power, "min": np.minimum, "max": np.maximum,
+    "mod": _mod, "pow": _pow, "fpow": np.power, "min": np.minimum, "max": np.maximum,
     "clamp": lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
     "minus": np.negative, "abs": np.abs, "fabs": np.abs, "bitnot": np.invert,
     "bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor,
@@ -173,6 +190,8 @@ def _compute(op: str, operands: list, cdt: np.dtype, odt: np.dtype) -> Any:
     xs = [x.astype(cdt, copy=False) for x in operands]
     try:
         r = _IMPL[op](*xs)
+    except _ZeroDivisor:
+        raise
     except ValueError as e:  # shapes that do not broadcast
         shapes = ", ".join(str(np.shape(x)) for x in operands)
         raise ValueError(f"Arithmetic `{op}`: operands of shapes {shapes} cannot be combined ({e})") from None
@@ -249,6 +268,8 @@ ARITHM = OpSchema(
 
 def _constant(op: str, v: Any) -> Any:
     """A Python or NumPy scalar as a typed NumPy scalar; NotImplemented for other types."""
+    if isinstance(v, np.generic):  # first: np.float64 is also a Python float (it keeps float64, as in DALI)
+        return v if v.dtype.kind in "biuf" else NotImplemented
     if isinstance(v, bool):
         return np.bool_(v)
     if isinstance(v, int):
@@ -260,8 +281,6 @@ def _constant(op: str, v: Any) -> Any:
         return np.int32(v)
     if isinstance(v, float):
         return np.float32(v)
-    if isinstance(v, np.generic) and v.dtype.kind in "biuf":
-        return v
     return NotImplemented
 
 
