@@ -224,3 +224,21 @@ def test_constructors_with_dtype_convert_as_cast_does():
     assert [np.asarray(t).tolist() for t in b.tensors] == [[2], [-128]]
     t = ndd.tensor(np.array([np.nan, 1e10], np.float32))
     np.testing.assert_array_equal(np.asarray(ndd.tensor(t, dtype=ndd.uint8)), np.asarray(ndd.cast(t, dtype=ndd.uint8)))
+
+
+def test_python_numbers_with_a_dtype_convert_as_numpy_does():
+    """As DALI 2.4 (which converts Python data through NumPy): floats truncate, an int the
+    type cannot hold or a NaN for an int type raises; NumPy arrays cast with saturation."""
+    assert np.asarray(ndd.tensor(1.5, dtype=ndd.int8)).item() == 1
+    assert np.asarray(ndd.tensor([1, 2.5, -2.7], dtype=ndd.int16)).tolist() == [1, 2, -2]
+    for value, dt in ((-1, ndd.uint8), (300, ndd.uint8), (2**31, ndd.int32)):
+        with pytest.raises(OverflowError, match=f"Python integer {value} out of bounds"):
+            ndd.tensor(value, dtype=dt)
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        ndd.tensor(float("nan"), dtype=ndd.int32)
+    assert np.asarray(ndd.tensor(2**32, dtype=ndd.int64)).item() == 2**32  # no int32 detour
+    assert np.asarray(ndd.tensor([-1, 2**31], dtype=ndd.int64)).tolist() == [-1, 2**31]
+    assert np.asarray(ndd.tensor(np.array([300, -1]), dtype=ndd.uint8)).tolist() == [255, 0]  # arrays saturate
+    assert ndd.tensor([2**31, 1]).dtype == ndd.uint32  # no negative: uint32
+    with pytest.raises(OverflowError, match="Python integer 2147483648 out of range for int32"):
+        ndd.tensor([-1, 2**31])  # no 32-bit type holds both (was uint32, -1 wrapped)

@@ -96,8 +96,13 @@ def test_batch_errors():
     assert ndd.batch([], dtype=ndd.float32).batch_size == 0
     with pytest.raises(ValueError, match="scalar"):
         ndd.as_batch(5)
-    with pytest.raises(ValueError, match="one dtype"):
-        ndd.batch([np.zeros(2, np.int32), np.zeros(2, np.float32)])
+    # samples of other types take the first sample's type (or dtype=), as in DALI 2.4
+    mixed = ndd.batch([np.zeros(2, np.int32), np.array([1.4, 300.0], np.float32)])
+    assert mixed.dtype == ndd.int32 and np.asarray(mixed.tensors[1]).tolist() == [1, 300]
+    assert ndd.batch([1.5, 2]).dtype == ndd.float32
+    assert ndd.batch([2**31, 1]).dtype == ndd.uint32
+    given = ndd.batch([1.5, 2.7, np.float32(2.7)], dtype=ndd.int32)
+    assert [np.asarray(t).item() for t in given] == [1, 2, 3]  # Python floats truncate, NumPy rounds (cast)
     with pytest.raises(ValueError, match="one ndim"):
         ndd.batch([np.zeros(2), np.zeros((2, 2))])
 

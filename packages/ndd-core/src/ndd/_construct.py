@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,13 @@ def _resolve_device(device: Any, default: Device) -> Device:
     return device if isinstance(device, Device) else Device(device)
 
 
+def _is_python_data(data: Any) -> bool:
+    """Python numbers, or lists and tuples of them (not enums, not NumPy or ndd objects)."""
+    if isinstance(data, (list, tuple)):
+        return all(_is_python_data(x) for x in data)
+    return isinstance(data, (bool, int, float)) and not isinstance(data, (enum.Enum, np.generic))
+
+
 def _make_tensor(data: Any, dtype: Any, device: Any, layout: str | None, pad: bool, copy: bool) -> Tensor:
     if isinstance(data, Tensor):
         arr, src, hint, ext = data._array(), data.device, None, data._ext
@@ -39,6 +47,12 @@ def _make_tensor(data: Any, dtype: Any, device: Any, layout: str | None, pad: bo
         src, hint, ext, src_dtype = data.device, None, False, data.dtype
         if layout is None and data.layout:
             layout = "N" + data.layout
+    elif dtype is not None and _is_python_data(data) and _dtype.dtype(dtype).kind is not _dtype.DType.Kind.enum:
+        # Python numbers with a dtype are converted as NumPy converts them, as in DALI: floats
+        # truncated, an int outside the type (or a NaN for an int type) raises
+        dt = _dtype.dtype(dtype)
+        arr = np.array(data, dtype=dt.numpy_dtype)
+        src, ext, src_dtype = Device("cpu"), False, dt
     else:
         arr, src, hint, ext = _convert.to_array(data)
         src_dtype = hint or _dtype.from_numpy(arr.dtype)
@@ -60,7 +74,9 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, layout: str | None 
            pad: bool = False) -> Tensor:
     """A new Tensor holding a copy of ``data``.
 
-    Python ints become int32 (uint32 from 2**31), floats float32; NumPy keeps its dtype.
+    Python ints become int32 (uint32 from 2**31 when none is negative), floats float32;
+    NumPy keeps its dtype. With ``dtype``, Python numbers convert as NumPy converts them
+    (floats truncated; an int the type cannot hold raises), arrays as ``cast`` (saturated).
     A Batch becomes one tensor with a leading batch dimension (``pad`` for ragged).
     """
     return _make_tensor(data, dtype, device, layout, pad, copy=True)
@@ -95,11 +111,11 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
                 raise ValueError("An empty batch needs an explicit dtype.")
             return Batch._wrap(BatchData(samples=[]), dt_req, _check_layout(layout, 0) if layout else None,
                                _resolve_device(device, Device("cpu")), 0, 0)
-        ts = [as_tensor(x) for x in data]
+        ts = [as_tensor(x, dtype=dt_req if dt_req is not None and _is_python_data(x) else None) for x in data]
         dt, ndim, src_dev = ts[0].dtype, ts[0].ndim, ts[0].device
         for i, t in enumerate(ts[1:], 1):
-            if t.dtype != dt:
-                raise ValueError(f"Sample {i} has dtype {t.dtype}, sample 0 has {dt}; a batch needs one dtype.")
+            if t.dtype != dt:  # as DALI: every sample takes the type of the first (or of dtype=)
+                ts[i] = t = as_tensor(data[i], dtype=dt_req or dt)
             if t.ndim != ndim:
                 raise ValueError(f"Sample {i} has {t.ndim} dims, sample 0 has {ndim}; a batch needs one ndim.")
             if t.device != src_dev:

@@ -30,7 +30,7 @@ def is_gpu_array(x: Any) -> bool:
 def _python_to_numpy(data: Any) -> np.ndarray:
     """Python scalars and nested lists, with DALI's inference rules.
 
-    ints → int32 (uint32 when ≥ 2**31, OverflowError when ≥ 2**32 or < -2**31),
+    ints → int32 (uint32 when ≥ 2**31 and none negative, else OverflowError beyond int32),
     floats → float32, bools → bool, DALI enums → their enum dtype (stored as int32).
     """
     arr = np.array(data)
@@ -43,8 +43,10 @@ def _python_to_numpy(data: Any) -> np.ndarray:
         if arr.size == 0:
             return arr.astype(np.int32)
         lo, hi = int(arr.min()), int(arr.max())
-        if lo < -(2**31) or hi >= 2**32:
-            raise OverflowError(f"Integer value out of range for int32/uint32: {lo if lo < 0 else hi}")
+        if lo < -(2**31) or hi >= 2**32 or (lo < 0 and hi >= 2**31):  # (as DALI: no type holds both)
+            bad = lo if lo < -(2**31) else hi
+            raise OverflowError(f"Python integer {bad} out of range for int32"
+                                + ("" if lo < 0 else "/uint32") + "; give dtype= (e.g. ndd.int64)")
         return arr.astype(np.uint32 if hi >= 2**31 else np.int32)
     if arr.dtype.kind == "f":
         return arr.astype(np.float32)
