@@ -13,16 +13,19 @@ import numpy as np
 # CUDA kernels __float2int_rn (ties to even), so DALI's two devices differ on exact .5
 # ties. ndd takes the CPU rule, half away from zero, on both devices (core's kernel here
 # and ndd-ops-cuda's, which runs the same plan with torch), so that CPU and GPU agree
-# bit for bit and the CPU results match DALI's CPU operator. Casts to a float type or to
-# bool, and integer casts the target can hold (same type, widening, int -> float), are a
-# plain ``astype`` as before.
+# bit for bit and the CPU results match DALI's CPU operator. A float goes to bool rounded
+# first (0.3 is False, 0.5 and NaN True, as DALI 2.4 gives). Casts to a float type,
+# integers to bool, and integer casts the target can hold (same type, widening, int ->
+# float), are a plain ``astype``.
 
 
 def cast_plan(src: np.dtype, dst: np.dtype) -> tuple:
     """How ``cast`` converts elements of ``src`` to ``dst`` (shared by the CPU and GPU kernels):
 
-    * ``("plain",)``: a plain conversion (``astype``): same type, float or bool target,
-      bool source, or an integer target that holds every source value;
+    * ``("plain",)``: a plain conversion (``astype``): same type, float target, bool
+      source, an integer to bool, or an integer target that holds every source value;
+    * ``("bool",)``: floats to bool, rounded first as DALI does: True where ``|x| >= 0.5``
+      or NaN (0.3 is False);
     * ``("clip", lo, hi)``: integers: clamp to ``[lo, hi]`` (Python ints, both in the range
       of ``src`` and of ``dst``), then convert;
     * ``("round", work, half, lo, hi, big, top)``: floats to integers, computed in the float
@@ -39,6 +42,8 @@ def cast_plan(src: np.dtype, dst: np.dtype) -> tuple:
 
 @functools.cache
 def _cast_plan(src: np.dtype, dst: np.dtype) -> tuple:
+    if dst.kind == "b" and src.kind == "f":
+        return ("bool",)
     if src == dst or dst.kind not in "iu" or src.kind == "b":
         return ("plain",)
     info = np.iinfo(dst)
@@ -69,6 +74,9 @@ def saturate_cast(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     plan = _cast_plan(x.dtype, dst)
     if plan[0] == "plain":
         return x.astype(dst)
+    if plan[0] == "bool":
+        a = np.abs(x)
+        return ~(a < x.dtype.type(0.5))  # (NaN compares False: True)
     if plan[0] == "clip":
         src = x.dtype.type
         # (np.asarray: np.clip of a 0-d array gives a NumPy scalar, not an array)

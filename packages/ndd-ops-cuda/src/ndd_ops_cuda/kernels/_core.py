@@ -92,6 +92,8 @@ def _saturate_cast(x: torch.Tensor, dst: np.dtype, dt: torch.dtype) -> torch.Ten
     plan = cast_plan(numpy_dtype(x.dtype), dst)
     if plan[0] == "plain":
         return x.to(dt, copy=True)
+    if plan[0] == "bool":  # rounded first: True where |x| >= 0.5 or NaN
+        return ~(x.abs() < 0.5)
     if plan[0] == "clip":
         _, lo, hi = plan
         if x.dtype == torch.uint64:  # lo is 0 and hi below 2**63 here
