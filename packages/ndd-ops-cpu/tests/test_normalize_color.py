@@ -253,6 +253,13 @@ def test_color_twist(photos, rng):
     batch = as_np(ndd.color_twist(ndd.batch([img, img]), saturation=ndd.batch([np.float32(1), np.float32(0)])))
     np.testing.assert_array_equal(batch[0], img)
     assert np.abs(batch[1].astype(int) - cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)[..., None]).max() <= 1
+    # contrast about 128 for every integer type (DALI 2.4 gave int16 [221, 118, 55] -> [175, 123, 92])
+    for dt in (np.int16, np.int32):
+        wide = np.array([[[221, 118, 55], [0, 10, 100]]], dt)
+        want = np.floor(0.5 * (wide.astype(float) - 128) + 128 + 0.5).astype(dt)
+        np.testing.assert_array_equal(as_np(ndd.color_twist(wide, contrast=0.5)), want)
+    flt = np.array([[[0.9, 0.2, 0.0]]], np.float32)
+    np.testing.assert_allclose(as_np(ndd.color_twist(flt, contrast=0.5)), 0.5 * (flt - 0.5) + 0.5, atol=1e-6)
     with raises(ValueError, r"color_twist.*'image_type'"):
         ndd.color_twist(img, image_type=types.GRAY)
     with raises(ValueError, r"color_twist.*'brightness'"):

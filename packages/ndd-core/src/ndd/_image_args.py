@@ -306,8 +306,10 @@ def color_twist_params(args: KernelArgs, n: int, in_dt: np.dtype,
                        dt: np.dtype) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per sample ``(matrix, offset)`` of ``color_twist``:
     ``brightness * (contrast * (HS(rgb) - half) + half)``, HS the hue/saturation matrix
-    (values keep their scale across a change of type, as in DALI)."""
-    half = half_range(in_dt)
+    (values keep their scale across a change of type, as in DALI). ``half`` is 0.5 for floats
+    and 128 for every integer type (DALI 2.4's color_twist; its ``contrast`` op centres
+    int16 at 16384)."""
+    half = 0.5 if np.dtype(in_dt).kind == "f" else 128.0
     swap = np.eye(3)[::-1] if args["image_type"] == DALIImageType.BGR else np.eye(3)
     mats, offs = [], []
     for i in range(n):
