@@ -308,3 +308,16 @@ def test_contexts_left_out_of_order_leave_the_others_entered():
     assert ndd.EvalContext.current() is b
     b.__exit__(None, None, None)
     assert ndd.EvalContext.current() is ndd.EvalContext.default()
+
+
+def test_argument_errors_are_runtime_errors_too():
+    """DALI raises RuntimeError for a bad argument; ndd's checks raise OperatorError, which is
+    that and a ValueError, at the call, with the same message."""
+    t = ndd.tensor(np.zeros((2, 3, 4), np.float32))
+    for bad in (lambda: ndd.transpose(t, perm=[1, 0]), lambda: ndd.expand_dims(t, axes=[0, 0]),
+                lambda: t & t, lambda: ndd.reductions.sum(t, axes=[5])):
+        with pytest.raises(RuntimeError) as e:
+            bad()
+        assert isinstance(e.value, ndd.OperatorError) and isinstance(e.value, ValueError)
+    with pytest.raises(TypeError):  # unknown arguments stay TypeErrors, as in Python and DALI
+        ndd.transpose(t, no_such=1)

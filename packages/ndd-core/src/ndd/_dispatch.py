@@ -105,9 +105,14 @@ def call(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
     if device is not None and device is not _CPU_NAME and not schema.host_inputs:
         inputs = _inputs_on(schema, inputs, device)
     hook = op_call_hook
-    if hook is not None:
-        return hook(schema, inputs, kwargs)
-    return invoke(schema, inputs, kwargs)
+    try:
+        if hook is not None:
+            return hook(schema, inputs, kwargs)
+        return invoke(schema, inputs, kwargs)
+    except ValueError as e:  # an argument check: also a RuntimeError, as DALI raises there
+        if isinstance(e, RuntimeError):
+            raise
+        raise OperatorError(str(e)).with_traceback(e.__traceback__) from e.__cause__
 
 
 _CPU_NAME = "cpu"
@@ -253,9 +258,9 @@ def _outputs(out: Any) -> list[BatchData]:
 
 
 class OperatorError(ValueError, RuntimeError):
-    """``ndd.OperatorError`` (ours): a bad value found while an operator ran (a sample
-    that does not decode, a crop window outside its image). A RuntimeError, as DALI
-    raises there, and a ValueError, as ndd's argument checks raise at the call."""
+    """``ndd.OperatorError`` (ours): a bad argument or input of an operator, found at the
+    call (an argument out of range) or while it ran (a sample that does not decode, a crop
+    window outside its image). A RuntimeError, as DALI raises there, and a ValueError."""
 
 
 def _running(fn: Callable, *args: Any) -> Any:
