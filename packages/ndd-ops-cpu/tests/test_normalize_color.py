@@ -253,6 +253,10 @@ def test_color_twist(photos, rng):
     batch = as_np(ndd.color_twist(ndd.batch([img, img]), saturation=ndd.batch([np.float32(1), np.float32(0)])))
     np.testing.assert_array_equal(batch[0], img)
     assert np.abs(batch[1].astype(int) - cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)[..., None]).max() <= 1
+    # uint8 ties round half away from zero, as DALI (OpenCV's uint8 transform rounds them to even)
+    ramp = np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 3, axis=2)
+    got = as_np(ndd.color_twist(ramp, contrast=0.5))[0, :, 0].astype(int)
+    np.testing.assert_array_equal(got, np.floor(0.5 * np.arange(256) + 64 + 0.5).astype(int))
     # contrast about 128 for every integer type (DALI 2.4 gave int16 [221, 118, 55] -> [175, 123, 92])
     for dt in (np.int16, np.int32):
         wide = np.array([[[221, 118, 55], [0, 10, 100]]], dt)

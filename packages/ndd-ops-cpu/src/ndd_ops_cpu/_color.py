@@ -1,8 +1,9 @@
 """Colour operators: ``brightness_contrast``, ``hsv``, ``color_twist``.
 
-All three are per-pixel affine maps. uint8 -> uint8 goes through OpenCV
-(``cv2.LUT`` for brightness/contrast, ``cv2.transform`` for the 3x3 colour
-matrices; both saturate and release the GIL); other types through NumPy.
+All three are per-pixel affine maps. uint8 goes through OpenCV (``cv2.LUT`` for
+brightness/contrast into uint8, ``cv2.transform`` on float32 pixels for the 3x3 colour
+matrices; both release the GIL); other types through NumPy. Results round half away
+from zero and saturate, as DALI's.
 Values keep their scale when ``dtype`` differs from the input type (as in DALI: uint8
 172 gives float32 172.0).
 """
@@ -36,10 +37,13 @@ def _apply_affine(ctx: KernelContext, bd: BatchData, mats: list[np.ndarray], off
     def run(x: np.ndarray, m: np.ndarray, o: np.ndarray) -> np.ndarray:
         if not x.size:  # an empty image
             return np.empty(x.shape, dt)
-        if x.dtype == np.uint8 and dt == np.uint8:
-            flat = np.ascontiguousarray(x).reshape(-1, x.shape[-2], 3)
-            return cv2.transform(flat, np.hstack([m, o[:, None]])).reshape(x.shape)
-        y = x.astype(np.float32) @ m.T.astype(np.float32) + o.astype(np.float32)
+        if x.dtype == np.uint8:
+            # OpenCV's transform on float32 pixels, then the cast: its uint8 output would
+            # round ties to even (1.5 * 3 = 4.5 -> 4), DALI rounds them away from zero (5)
+            flat = np.ascontiguousarray(x).reshape(-1, x.shape[-2], 3).astype(np.float32)
+            y = cv2.transform(flat, np.hstack([m, o[:, None]]).astype(np.float32)).reshape(x.shape)
+        else:
+            y = x.astype(np.float32) @ m.T.astype(np.float32) + o.astype(np.float32)
         return cast_to(y, dt)
 
     if same and bd.dense is not None:
