@@ -46,8 +46,14 @@ def _apply_affine(ctx: KernelContext, bd: BatchData, mats: list[np.ndarray], off
             y = x.astype(np.float32) @ m.T.astype(np.float32) + o.astype(np.float32)
         return cast_to(y, dt)
 
-    if same and bd.dense is not None:
-        return run(bd.dense, mats[0], offs[0])
+    dense = bd.dense
+    if same and dense is not None:
+        if dense.dtype == np.uint8 and dt == np.uint8 and dense.size:  # split over the pool's threads
+            out = np.empty(dense.shape, np.uint8)
+            mat = np.hstack([mats[0], offs[0][:, None]]).astype(np.float32)
+            map_samples(ctx, lambda i: _transform_u8(dense[i], mat, out[i]), n, dense.nbytes)
+            return out
+        return run(dense, mats[0], offs[0])
     return map_samples(ctx, lambda i: run(samples[i], mats[i], offs[i]), n, sum(s.nbytes for s in samples))
 
 
@@ -59,9 +65,9 @@ _CHUNK_PIXELS = 1 << 16
 _BELOW_HALF = np.nextafter(np.float32(0.5), np.float32(0))  # x + this, floored: half away for x >= 0
 
 
-def _transform_u8(x: np.ndarray, mat: np.ndarray) -> np.ndarray:
+def _transform_u8(x: np.ndarray, mat: np.ndarray, into: np.ndarray | None = None) -> np.ndarray:
     flat = np.ascontiguousarray(x).reshape(-1, 1, 3)
-    out = np.empty(flat.shape, np.uint8)
+    out = np.empty(flat.shape, np.uint8) if into is None else into.reshape(flat.shape)
     buf = np.empty((min(_CHUNK_PIXELS, len(flat)), 1, 3), np.float32)
     for lo in range(0, len(flat), _CHUNK_PIXELS):
         hi = min(lo + _CHUNK_PIXELS, len(flat))
