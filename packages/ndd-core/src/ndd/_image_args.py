@@ -719,6 +719,8 @@ _GAUSS_TABLE = np.exp(-np.square((np.arange(65, dtype=np.float32) - np.float32(3
 
 
 def _gaussian_taps(n_in: int, n_out: int, lo: float, hi: float, antialias: bool) -> tuple[np.ndarray, np.ndarray]:
+    if n_out == 0 or n_in == 0:
+        return np.zeros((n_out, 1), np.intp), np.zeros((n_out, 1), np.float32)
     f32 = np.float32
     size = f32(abs(hi - lo))
     radius = size / f32(n_out) if antialias and n_out and size > n_out else f32(1)
