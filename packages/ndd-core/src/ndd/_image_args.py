@@ -658,14 +658,13 @@ def _lanczos3(x: np.ndarray) -> np.ndarray:
 
 
 def _filter(kind: DALIInterpType, in_size: float, out_size: int, antialias: bool) -> tuple[Any, float]:
-    """The 1-D filter of one axis as (function of the distance in filter units, radius in pixels)."""
+    """The 1-D filter of one axis as (function of the distance in filter units, radius in pixels);
+    GAUSSIAN has DALI's tabulated taps of its own (:func:`_gaussian_taps`)."""
     shrink = in_size / out_size if out_size and in_size > out_size and antialias else 1.0
     if kind == LINEAR:
         return (lambda d: np.maximum(0.0, 1 - np.abs(d))), 1.0
     if kind == TRIANGULAR:
         return (lambda d: np.maximum(0.0, 1 - np.abs(d))), shrink
-    if kind == GAUSSIAN:
-        return (lambda d: np.where(np.abs(d) <= 1, np.exp(-(2 * d) ** 2), 0.0)), shrink
     if kind == CUBIC:
         return (lambda d: _cubic(2 * d)), 2 * shrink
     return (lambda d: _lanczos3(3 * d)), 3 * shrink
@@ -723,7 +722,7 @@ def _gaussian_taps(n_in: int, n_out: int, lo: float, hi: float, antialias: bool)
         return np.zeros((n_out, 1), np.intp), np.zeros((n_out, 1), np.float32)
     f32 = np.float32
     size = f32(abs(hi - lo))
-    radius = size / f32(n_out) if antialias and n_out and size > n_out else f32(1)
+    radius = size / f32(n_out) if antialias and size > n_out else f32(1)
     sigma = f32(float(radius * f32(0.5)) / math.sqrt(2))
     support = max(f32(1), f32(4 * math.sqrt(2)) * sigma)
     tscale = f32(64) / support  # table entries per pixel
