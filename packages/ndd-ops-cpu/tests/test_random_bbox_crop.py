@@ -229,6 +229,37 @@ def test_fixed_ratio_with_input_shape_may_leave_the_image():
     assert S[:, 0].max() <= 1.0 and S[:, 1].max() > 2.0 and A[:, 1].min() < -1.0
 
 
+def test_3d_fixed_ratios_chain_in_a_random_order():
+    """Observed from DALI 2.4: fixed 3-D ratios are imposed one after another in a random
+    order of the sides, then every side is scaled so the longest is a drawn scale. Two
+    consistent fixed pairs (xz 1.5, yz 1.8) give windows; with xy fixed to 1 and xz, yz free
+    the x side is as often below z as not (DALI: 0.49 of 400; keeping the longer of x and y
+    would give 1/3)."""
+    empty = ndd.as_batch([np.zeros((0, 6), F32)] * 400)
+    A, S, _ = crop(empty, aspect_ratio=[0.5, 2.0, 1.5, 1.5, 1.8, 1.8], scaling=[0.3, 1.0], allow_no_crop=False,
+                   total_num_attempts=50, quiet=True, rng=ndd.random.RNG(7))
+    S = np.array(S)
+    assert S.shape == (400, 3) and S.min() > 0
+    np.testing.assert_allclose(S[:, 0] / S[:, 2], 1.5, rtol=1e-5)
+    np.testing.assert_allclose(S[:, 1] / S[:, 2], 1.8, rtol=1e-5)
+    assert np.all(S.max(axis=1) >= 0.3 - 1e-6) and np.all(S.max(axis=1) <= 1.0 + 1e-6)
+    _, S, _ = crop(empty, aspect_ratio=[1, 1, 0.01, 100, 0.01, 100], scaling=[0.3, 1.0], allow_no_crop=False,
+                   rng=ndd.random.RNG(3))
+    S = np.array(S)
+    np.testing.assert_allclose(S[:, 0], S[:, 1], rtol=1e-6)
+    assert abs(np.mean(S[:, 0] < S[:, 2]) - 0.5) < 0.08
+
+
+def test_crop_shape_turns_the_default_no_crop_off():
+    """Observed from DALI 2.4: with crop_shape, allow_no_crop not given is off (only an
+    explicit True is an error), so every window has the crop's shape."""
+    box = np.array([[0.0, 0.0, 1.0, 1.0]], F32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, S, B = crop(ndd.as_batch([box] * 256), input_shape=[64, 48], crop_shape=[20, 10], rng=ndd.random.RNG(8))
+    np.testing.assert_array_equal(np.array(S), np.tile([20.0, 10.0], (256, 1)))
+
+
 # -- choices, no crop, fallbacks --------------------------------------------------------
 
 IMPOSSIBLE = np.array([[0.45, 0.45, 0.5, 0.5]], F32)  # IoU 0.99 cannot be met with scaling >= 0.3
@@ -487,7 +518,8 @@ BAD_CALLS = [
     ((BOXES3,), dict(total_num_attempts=0), r"'total_num_attempts' must be -1"),
     ((BOXES3,), dict(total_num_attempts=-2), r"'total_num_attempts' must be -1"),
     ((BOXES3,), dict(crop_shape=[10, 10], allow_no_crop=False), r"'input_shape' must be given with 'crop_shape'"),
-    ((BOXES3,), dict(crop_shape=[10, 10], input_shape=[99, 99]), r"'allow_no_crop' must be False"),
+    ((BOXES3,), dict(crop_shape=[10, 10], input_shape=[99, 99], allow_no_crop=True),
+     r"'allow_no_crop' must be False"),
     ((BOXES3,), dict(crop_shape=[10, 10], input_shape=[99, 99], allow_no_crop=False, scaling=[1.0, 1.0]),
      r"'scaling' cannot be given with 'crop_shape'"),
     ((BOXES3,), dict(crop_shape=[10, 10], input_shape=[99, 99], allow_no_crop=False, aspect_ratio=[0.5, 1]),

@@ -1,9 +1,10 @@
 """Schema of ``random_bbox_crop``: a random crop window that keeps boxes (and labels) valid.
 
-Argument names and defaults follow DALI 2.4. ``scaling``, ``aspect_ratio`` and ``ltrb``
-default to None here because DALI tells "not given" from "given": ``crop_shape`` refuses
-an explicit ``scaling`` or ``aspect_ratio`` (even ``[1.0, 1.0]``), and ``bbox_layout``
-an explicit ``ltrb``. Not given, they mean ``[1.0, 1.0]``, ``[1.0, 1.0]`` and True.
+Argument names and defaults follow DALI 2.4. ``scaling``, ``aspect_ratio``, ``ltrb`` and
+``allow_no_crop`` default to None here because DALI tells "not given" from "given":
+``crop_shape`` refuses an explicit ``scaling``, ``aspect_ratio`` (even ``[1.0, 1.0]``) or
+``allow_no_crop=True`` (and turns the default off), and ``bbox_layout`` an explicit
+``ltrb``. Not given, they mean ``[1.0, 1.0]``, ``[1.0, 1.0]``, True and True.
 The kernel is attached by ``ndd-ops-cpu``.
 """
 
@@ -89,7 +90,7 @@ def _infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
             if given(args, name):
                 raise _err(name, "cannot be given with 'crop_shape'")
         if args["allow_no_crop"]:
-            raise _err("allow_no_crop", "must be False with 'crop_shape' (its default is True)")
+            raise _err("allow_no_crop", "must be False with 'crop_shape' (not given, it is off there)")
     f32 = _dtype.float32
     out = [OutMeta(f32, 1, None), OutMeta(f32, 1, None), OutMeta(f32, 2, None)]
     if labels is not None:
@@ -110,7 +111,8 @@ RANDOM_BBOX_CROP = OpSchema(
                        "Not given: [1.0, 1.0]"),
         "num_attempts": Arg(INT, 1, doc="attempts per picked threshold before picking again"),
         "total_num_attempts": Arg(INT, -1, doc="attempts in all before using the best window (-1: no limit)"),
-        "allow_no_crop": Arg(BOOL, True, doc="'no crop' is one more choice besides the thresholds"),
+        "allow_no_crop": Arg(BOOL, None, doc="'no crop' is one more choice besides the thresholds. "
+                             "Not given: True, or False with crop_shape"),
         "all_boxes_above_threshold": Arg(BOOL, True, doc="every box must meet the threshold (else at least one)"),
         "bbox_layout": Arg(STR, None, doc="order of box coordinates: a permutation of xyXY or xyWH "
                            "(xyzXYZ or xyzWHD in 3-D); default xyXY / xyzXYZ"),

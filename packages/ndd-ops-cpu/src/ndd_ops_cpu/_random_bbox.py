@@ -8,9 +8,11 @@ The rules, as observed in DALI 2.4:
   rounds make none.
 * An attempt draws each side's scale uniformly in ``scaling`` (relative to the image; in
   pixels when ``input_shape`` is given, which makes aspect ratios absolute). A pair of
-  sides with a fixed ratio (``[r, r]``) is fitted: the longer of the two sides stays and
-  the other follows the ratio (pairs xy, xz, yz in turn). The attempt counts but is void
-  when a pair's ratio is outside its range. The anchor is uniform in
+  sides with a fixed ratio (``[r, r]``) is imposed: the sides are visited in a random
+  order, each later side of a fixed pair is set from the earlier one by the ratio, then
+  all sides are scaled so that the longest is as long as the longest drawn one. The
+  attempt counts but is void when a pair's ratio is outside its range (fixed ratios that
+  contradict each other, in 3-D). The anchor is uniform in
   ``[0, 1 - shape]``. With ``crop_shape`` the shape is fixed and the anchor is a uniform
   integer in ``[0, input_shape - crop_shape]``.
 * The window's metric is the min (``all_boxes_above_threshold``) or max over the boxes of
@@ -32,7 +34,8 @@ All geometry is float32. With ``crop_shape`` the window in relative terms is
 Draw pattern: ``RNG.from_words(ctx.random_state)`` gives 7 words per sample, the seed of
 that sample's own generator. A sample's generator gives blocks of rounds: first one
 word per round (the choice), then ``2 * ndim`` words per attempt (the side scales, then
-the anchor fractions). The first block holds 64 attempts (at least one round); each
+the anchor fractions). The random order of fixed-ratio sides takes the low 8 bits of
+the side-scale words, which the scales themselves leave unused. The first block holds 64 attempts (at least one round); each
 next block twice as many, up to 4096. The layout does not depend on
 ``total_num_attempts``.
 
@@ -42,6 +45,7 @@ is -1; this raises an error after 1,000,000 attempts instead.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -118,7 +122,7 @@ def _setup(op: str, args: KernelArgs, ncoords: int) -> _Setup:
         ndim=d, starts=[lay.index(c) for c in "xyz"[:d]],
         ends=[lay.index(c) for c in ("WHD" if sizes else "XYZ")[:d]], sizes=sizes,
         scaling=tuple(args["scaling"] or (1.0, 1.0)), ratios=pairs[:len(_PAIRS[d])],
-        thresholds=np.asarray(args["thresholds"], _F32), allow_no_crop=args["allow_no_crop"],
+        thresholds=np.asarray(args["thresholds"], _F32), allow_no_crop=args["allow_no_crop"] is not False,
         all_boxes=args["all_boxes_above_threshold"], iou=args["threshold_type"] == "iou",
         prune=args["bbox_prune_threshold"], num_attempts=args["num_attempts"],
         total=math.inf if total == -1 else float(total),
@@ -176,6 +180,31 @@ class _Boxes:
         return m.min(axis=1) if s.all_boxes else m.max(axis=1)
 
 
+def _fix_ratios(s: _Setup, side: np.ndarray, w_scale: np.ndarray) -> np.ndarray:
+    """Sides (attempts x ndim) with the fixed-ratio pairs imposed, as the module docstring says."""
+    d = s.ndim
+    follow = np.zeros((d, d), _F32)  # follow[j, i]: side j = side i * follow[j, i]
+    for (i, j), (rlo, rhi) in zip(_PAIRS[d], s.ratios):
+        if rlo == rhi:
+            follow[j, i], follow[i, j] = _F32(1.0 / rlo) if rlo > 0 else _F32(0), _F32(rlo)
+    if not follow.any():
+        return side
+    # The order comes from the scale words' low 8 bits, which _unit leaves unused: no extra draws.
+    low = sum((w_scale[:, a] & np.uint32(0xFF)).astype(np.uint64) << np.uint64(8 * a) for a in range(d))
+    orders = list(itertools.permutations(range(d)))
+    pick = ((low * np.uint64(len(orders))) >> np.uint64(8 * d)).astype(np.int64)
+    before = side.max(axis=1)
+    out = side.copy()
+    for n, order in enumerate(orders):
+        rows = np.flatnonzero(pick == n)
+        for a, i in enumerate(order):
+            for j in order[a + 1:]:
+                if follow[j, i] > 0:
+                    out[rows, j] = out[rows, i] * follow[j, i]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return before[:, None] * out / out.max(axis=1)[:, None]
+
+
 def _windows(s: _Setup, w_scale: np.ndarray, w_anchor: np.ndarray, in_shape: np.ndarray | None,
              crop: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Candidate windows from words (attempts x ndim): relative anchor and shape, validity,
@@ -190,13 +219,8 @@ def _windows(s: _Setup, w_scale: np.ndarray, w_anchor: np.ndarray, in_shape: np.
             np.broadcast_to(crop.astype(_F32), (k, s.ndim))
     lo, hi = (_F32(v) for v in s.scaling)
     ext = np.ones(s.ndim, _F32) if in_shape is None else in_shape.astype(_F32)
-    side = (lo + (hi - lo) * _unit(w_scale)) * ext
+    side = _fix_ratios(s, (lo + (hi - lo) * _unit(w_scale)) * ext, w_scale)
     ok = np.ones(k, bool)
-    for (i, j), (rlo, rhi) in zip(_PAIRS[s.ndim], s.ratios):
-        if rlo == rhi:
-            longer = np.maximum(side[:, i], side[:, j])
-            side[:, i] = longer * _F32(min(1.0, rlo))
-            side[:, j] = longer * _F32(min(1.0, 1.0 / rlo) if rlo > 0 else 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         for (i, j), (rlo, rhi) in zip(_PAIRS[s.ndim], s.ratios):
             tol = _FIT_TOL if rlo == rhi else 0.0
@@ -222,7 +246,7 @@ def _search(op: str, s: _Setup, boxes: _Boxes, rng: Any, in_shape: np.ndarray | 
             crop: np.ndarray | None, where: str) -> tuple[_Pick, bool]:
     """Rounds of attempts as described in the module docstring; ``(window, found)``."""
     na, d = s.num_attempts, s.ndim
-    n_opt = len(s.thresholds) + s.allow_no_crop
+    n_opt = len(s.thresholds) + (s.allow_no_crop and crop is None)
     best, count, block = _Pick(), 0, _FIRST_BLOCK
     while True:
         rounds = max(1, -(-block // na))
