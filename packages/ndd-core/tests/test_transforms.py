@@ -112,6 +112,7 @@ def test_coord_transform_against_numpy() -> None:
     mt = T.rotation(angle=33, axis=[0, 1, 0], center=[1, 2, 3])
     np.testing.assert_allclose(m(ndd.coord_transform(ndd.as_tensor(pts), MT=mt)), _apply(m(mt), pts), atol=1e-5)
     np.testing.assert_allclose(m(ndd.coord_transform(ndd.as_tensor(pts), M=[2])), 2 * pts)  # a multiple of I
+    np.testing.assert_allclose(m(ndd.coord_transform(ndd.as_tensor(pts), MT=2.0)), 2 * pts)  # so is MT (DALI 2.4)
     np.testing.assert_array_equal(m(ndd.coord_transform(ndd.as_tensor(pts))), pts)
     # per-sample matrices, ragged point counts, extra leading dimensions
     batch = ndd.as_batch([np.ones((2, 2), np.float32), np.zeros((4, 2), np.float32)])
@@ -154,6 +155,8 @@ def test_errors_name_the_argument() -> None:
             T.scale(T.translation(offset=[1, 2, 3]), scale=[2, 2])
         with pytest.raises(ValueError, match=r"must be an affine matrix of shape \(n, n \+ 1\)"):
             T.translation(ndd.as_tensor(np.eye(3, dtype=np.float32)), offset=[1, 2])
+        with pytest.raises(ValueError, match="'offset' is empty"):
+            T.translation(offset=[])
         with pytest.raises(ValueError, match="different dimensions"):
             T.combine(T.translation(offset=[1, 2]), T.translation(offset=[1, 2, 3]))
         pts = ndd.as_tensor(np.zeros((2, 2), np.float32))

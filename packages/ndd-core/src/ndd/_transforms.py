@@ -56,6 +56,8 @@ def _about(lin: np.ndarray, center: Any, op: str) -> np.ndarray:
 
 def _translation(args: KernelArgs, i: int) -> np.ndarray:
     off = _vec(args.sample("offset", i))
+    if not off.size:
+        raise _err("transforms.translation", "offset", "is empty: give one value per dimension")
     return np.concatenate([np.eye(off.size), off[:, None]], axis=1)
 
 
@@ -230,11 +232,13 @@ def _coord_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
 
 
 def coord_transform_params(args: KernelArgs, i: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """(M, T) for sample i and d-dimensional points. A flat M has out x d values (one value:
-    a multiple of the identity), MT out x (d + 1), T out values (or one)."""
+    """(M, T) for sample i and d-dimensional points. A flat M has out x d values, MT out x
+    (d + 1) (one value for either: a multiple of the identity, as DALI), T out values (or one)."""
     mt, m, t = (args.sample(k, i) for k in ("MT", "M", "T"))
     if mt is not None:
         v = _vec(mt)
+        if v.size == 1:
+            return v[0] * np.eye(d), np.zeros(d)
         if v.size % (d + 1):
             raise _err("coord_transform", "MT", f"has {v.size} values: not a matrix of {d + 1} columns for "
                                                 f"{d}D points")
