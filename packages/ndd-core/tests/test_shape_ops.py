@@ -379,6 +379,10 @@ def test_slice_fractional_windows_round_their_ends():
     np.testing.assert_array_equal(got, x[5:10, 3:12])
     got = A(ndd.slice(t, rel_start=[0.5, 0.5], rel_shape=[0.5, 0.5]))  # 8.5 rounds away: rows 9..17
     np.testing.assert_array_equal(got, x[9:17, 12:23])
+    # The arguments are float32, multiplied in double (DALI 2.4: 0.05 + 0.45 of 37 rows ends at
+    # 18.4999996, row 18; in double it would be 18.5, row 19).
+    y = np.zeros((37, 53, 1), np.uint8)
+    assert A(ndd.slice(ndd.tensor(y, layout="HWC"), rel_start=[0.05, 0.05], rel_shape=[0.45, 0.45])).shape == (16, 23, 1)
     got = A(ndd.slice(t, start=[2.6, 3.4], shape=[5.5, 7.5]))  # x 3..round(8.1), y 3..round(10.9)
     np.testing.assert_array_equal(got, x[3:11, 3:8])
     got = A(ndd.slice(t, ndd.tensor(np.array([2.6, 3.4], np.float32)), ndd.tensor(np.array([5.5, 7.5], np.float32)),

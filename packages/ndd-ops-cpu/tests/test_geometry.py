@@ -552,6 +552,10 @@ def test_crop_in_bounds_and_anchor(rng):
                                   img[30:40, 0:8])
     out = as_np(ndd.crop(img, crop_w=21, crop_h=21, crop_pos_x=0.5, crop_pos_y=0.5, rounding="truncate"))
     np.testing.assert_array_equal(out, img[9:30, 14:35])
+    # crop_pos is float32, multiplied in double (DALI 2.4: 0.35 of 40 - 30 is 3.4999999, row 3;
+    # in double it would be 3.5, row 4)
+    np.testing.assert_array_equal(as_np(ndd.crop(img, crop=(30, 40), crop_pos_x=0.35, crop_pos_y=0.35)),
+                                  img[3:33, 3:43])
     batch = as_np(ndd.crop(ndd.batch([img, img]), crop=(4, 4),
                            crop_pos_x=ndd.batch([np.float32(0), np.float32(1)])))
     np.testing.assert_array_equal(batch[0], img[18:22, :4])

@@ -114,8 +114,9 @@ def crop_window(op: str, args: KernelArgs, i: int, hw: tuple[int, int], policy: 
     h = int(ch) if ch else H
     w = int(cw) if cw else W
     mode = args["rounding"]
-    y0 = _round(float(args.sample("crop_pos_y", i)) * (H - h), mode)
-    x0 = _round(float(args.sample("crop_pos_x", i)) * (W - w), mode)
+    # float32 positions multiplied in double, as DALI (0.35 of 50 is 17.4999..., anchor 17)
+    y0 = _round(float(np.float32(args.sample("crop_pos_y", i))) * (H - h), mode)
+    x0 = _round(float(np.float32(args.sample("crop_pos_x", i))) * (W - w), mode)
     inside = y0 >= 0 and x0 >= 0 and y0 + h <= H and x0 + w <= W
     if inside or policy == "pad":
         return (y0, x0), (h, w)
