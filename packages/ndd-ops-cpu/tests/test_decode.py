@@ -7,6 +7,7 @@ import io
 import cv2
 import numpy as np
 import pytest
+import simplejpeg
 from ops_cpu_helpers import as_np, encode, pil_decode, raises
 from PIL import Image, ImageOps
 
@@ -70,6 +71,13 @@ def test_cmyk_jpeg(photos):
     ref = pil_decode(data, "RGB")
     assert out.shape == ref.shape
     assert _diff(out, ref) <= 2
+    # DALI 2.4, bit for bit: R = C * K / 255 truncated (Pillow's Adobe CMYK is stored inverted),
+    # and GRAY the sum of the float32 BT.601 weights, truncated
+    raw = simplejpeg.decode_jpeg(data.tobytes(), colorspace="CMYK").astype(np.uint16)
+    rgb = raw[..., :3] * raw[..., 3:4] // 255
+    np.testing.assert_array_equal(out, rgb)
+    gray = np.floor(rgb @ np.float32([0.299, 0.587, 0.114]).astype(np.float64)).astype(np.uint8)
+    np.testing.assert_array_equal(as_np(ndd.decoders.image(data, output_type=types.GRAY))[..., 0], gray)
 
 
 def test_png_with_alpha(photos, rng):
@@ -129,6 +137,34 @@ def test_corrupt_and_truncated_name_the_sample(photos):
         as_np(ndd.decoders.image(ndd.batch([good, good, png[: png.size // 2]])))
     with raises(ValueError, r"sample 0"):
         as_np(ndd.decoders.image(np.frombuffer(b"not an image at all", np.uint8)))
+
+
+def test_recoverable_corrupt_jpeg_decodes_with_a_warning(photos):
+    """Bad bytes in a scan, or a scan cut short before the end marker: libjpeg decodes what it
+    can and DALI 2.4 returns that; ndd too (the same pixels), warning with the sample's name.
+    A file that ends early still raises."""
+    good = encode(photos[1][:64, :48], "JPEG", quality=90)
+    cut = np.concatenate([good[: good.size * 6 // 10], np.array([0xFF, 0xD9], np.uint8)])
+    for batch in ([good, cut], [good, cut, photos[0]]):  # one size (the dense path) and ragged
+        samples = [b if b.ndim == 1 else encode(b, "JPEG") for b in batch]
+        with pytest.warns(RuntimeWarning, match=r"sample 1 .*decoders.image.*Corrupt JPEG data"):
+            out = as_np(ndd.decoders.image(ndd.batch(samples)))
+        ref = simplejpeg.decode_jpeg(cut.tobytes(), strict=False)
+        np.testing.assert_array_equal(out[1], ref)
+    with raises(ValueError, r"sample 0.*(corrupt|truncated)"):
+        as_np(ndd.decoders.image(ndd.batch([good[: good.size * 6 // 10]])))
+
+
+def test_float_tiff_is_scaled_to_uint8():
+    """A float TIFF's samples in [0, 1] come out times 255 (DALI 2.4, exact); OpenCV reads a
+    one-channel float TIFF only unchanged, so RGB needed a second read."""
+    f = np.random.default_rng(2).uniform(0, 1, (9, 11)).astype(np.float32)
+    ok, buf = cv2.imencode(".tif", f)
+    assert ok
+    data = np.frombuffer(buf.tobytes(), np.uint8)
+    ref = np.floor(f * np.float32(255) + np.float32(0.5)).astype(np.uint8)
+    for ot, want in ((types.GRAY, ref[..., None]), (types.ANY_DATA, ref[..., None]), (types.RGB, np.dstack([ref] * 3))):
+        np.testing.assert_array_equal(as_np(ndd.decoders.image(data, output_type=ot)), want)
 
 
 def test_bad_dtype_argument(photos):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import struct
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import cv2
@@ -32,6 +34,7 @@ _YCBCR_MATRIX = (np.array([[65.481, 128.553, 24.966],
                            [-37.797, -74.203, 112.0],
                            [112.0, -93.786, -18.214]]) / 255).astype(np.float32)
 _YCBCR_OFFSET = np.array([16.0, 128.0, 128.0], np.float32)
+_GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114], np.float32).astype(np.float64)
 
 
 class DecodeError(Exception):
@@ -110,12 +113,13 @@ def _has_adobe_marker(data: bytes) -> bool:
 
 
 def _cmyk_to_rgb(cmyk: np.ndarray, inverted: bool) -> np.ndarray:
-    """R = (255 - C) * (255 - K) / 255, with Adobe's inverted storage taken into account."""
+    """R = (255 - C) * (255 - K) / 255 truncated (as DALI), with Adobe's inverted storage
+    taken into account."""
     x = cmyk.astype(np.uint16)
     if not inverted:
         x = 255 - x
     rgb = x[..., :3] * x[..., 3:4]
-    return ((rgb + 127) // 255).astype(np.uint8)
+    return (rgb // 255).astype(np.uint8)
 
 
 def _from_rgb(rgb: np.ndarray, out: DALIImageType) -> np.ndarray:
@@ -134,18 +138,36 @@ _EXIF = b"Exif\x00\x00"
 _SMALL_JPEG_BYTES = 4096  # mean encoded size under which a batch decodes on one thread
 
 
-def _decode_jpeg(data: np.ndarray, out: DALIImageType, fast_idct: bool, orient: bool) -> np.ndarray:
+def jpeg(data: np.ndarray, colorspace: str, fastdct: bool, where: Callable[[], str],
+         buffer: np.ndarray | None = None) -> Any:
+    """libjpeg-turbo's decode. Data that libjpeg reports as corrupt but decodes anyway
+    (bad bytes in a scan, a scan cut short before the end marker) is decoded as DALI
+    does, with a warning naming the sample; a file that ends early still raises."""
+    try:
+        return simplejpeg.decode_jpeg(data, colorspace=colorspace, fastdct=fastdct, buffer=buffer)
+    except ValueError as e:
+        if not str(e).startswith("Corrupt JPEG data"):
+            raise
+        warnings.warn(f"decoding {where()}: {e}; using what libjpeg recovered", RuntimeWarning, stacklevel=2)
+        return simplejpeg.decode_jpeg(data, colorspace=colorspace, fastdct=fastdct, buffer=buffer, strict=False)
+
+
+def _decode_jpeg(data: np.ndarray, out: DALIImageType, fast_idct: bool, orient: bool,
+                 where: Callable[[], str]) -> np.ndarray:
     try:
         _, _, space, _ = simplejpeg.decode_jpeg_header(data)
         if space in ("CMYK", "YCCK"):
-            cmyk = simplejpeg.decode_jpeg(data, colorspace="CMYK", fastdct=fast_idct)
-            img = _from_rgb(_cmyk_to_rgb(cmyk, _has_adobe_marker(data[:65536].tobytes())), out)
+            rgb = _cmyk_to_rgb(jpeg(data, "CMYK", fast_idct, where), _has_adobe_marker(data[:65536].tobytes()))
+            if out == _GRAY:  # DALI: the float32 weights' sum, truncated (exact on random CMYK)
+                img = (rgb.astype(np.float64) @ _GRAY_WEIGHTS).astype(np.uint8)
+            else:
+                img = _from_rgb(rgb, out)
         elif out == _GRAY or (out == _ANY and space == "Gray"):
-            img = simplejpeg.decode_jpeg(data, colorspace="GRAY", fastdct=fast_idct)
+            img = jpeg(data, "GRAY", fast_idct, where)
         elif out == _BGR:
-            img = simplejpeg.decode_jpeg(data, colorspace="BGR", fastdct=fast_idct)
+            img = jpeg(data, "BGR", fast_idct, where)
         else:
-            img = _from_rgb(simplejpeg.decode_jpeg(data, colorspace="RGB", fastdct=fast_idct), out)
+            img = _from_rgb(jpeg(data, "RGB", fast_idct, where), out)
     except ValueError as e:
         raise DecodeError(f"corrupt or truncated JPEG data ({e})") from None
     if img.ndim == 2:
@@ -169,9 +191,15 @@ def _decode_other(data: np.ndarray, out: DALIImageType, orient: bool) -> np.ndar
         img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE | cv2.IMREAD_ANYDEPTH | keep)
     else:
         img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH | keep)
+    if img is None and out != _ANY:  # OpenCV reads float TIFFs in colour only unchanged
+        img = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+        if img is not None and orient and data[:2].tobytes() in (b"II", b"MM"):
+            img = apply_orientation(img, _tiff_orientation(data.tobytes()))
     if img is None:
         raise DecodeError("unsupported format or corrupt data")
-    if img.dtype not in (np.uint8, np.uint16):
+    if img.dtype.kind == "f":  # samples in [0, 1] (float TIFF), scaled as DALI does
+        img = cast_to(img * np.float32(255), np.uint8)
+    elif img.dtype not in (np.uint8, np.uint16):
         img = cast_to(img, np.uint8)
     if img.ndim == 2:
         img = img[..., None]
@@ -190,16 +218,17 @@ def _u16_to_u8(x: np.ndarray) -> np.ndarray:
     return ((x.astype(np.uint32) + 128) // 257).astype(np.uint8)  # x * 255 / 65535, rounded
 
 
-def decode_one(data: Any, out: DALIImageType, fast_idct: bool, orient: bool) -> np.ndarray:
-    """Decode one encoded image to an HWC array, uint8 (uint16 for 16-bit images; raises
-    DecodeError)."""
+def decode_one(data: Any, out: DALIImageType, fast_idct: bool, orient: bool,
+               where: Callable[[], str] = lambda: "an image") -> np.ndarray:
+    """Decode one encoded image (``where()`` names it in warnings) to an HWC array, uint8
+    (uint16 for 16-bit images; raises DecodeError)."""
     data = np.asarray(data)
     if data.dtype != np.uint8 or data.ndim != 1:
         raise DecodeError(f"expected a 1-D uint8 array of encoded bytes, got {data.dtype} of shape {data.shape}")
     if data.size < 8:
         raise DecodeError(f"only {data.size} bytes: not an image")
     if data[0] == 0xFF and data[1] == 0xD8:
-        return _decode_jpeg(data, out, fast_idct, orient)
+        return _decode_jpeg(data, out, fast_idct, orient, where)
     return _decode_other(data, out, orient)
 
 
@@ -226,7 +255,8 @@ def _decode_batch(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs,
 
     def one(i: int) -> np.ndarray:
         try:
-            img = decode_one(samples[i], out, fast, orient)
+            img = decode_one(samples[i], out, fast, orient,
+                             lambda: f"{inputs[0].describe(i)} in `{ctx.op}`")
         except DecodeError as e:
             raise ValueError(f"Operator `{ctx.op}`: cannot decode {inputs[0].describe(i)}: {e}") from None
         if post is not None:
@@ -287,16 +317,18 @@ def _decode_dense(ctx: KernelContext, bd: BatchData, args: KernelArgs) -> np.nda
     small = sum(d.size for d in data) < _SMALL_JPEG_BYTES * n  # see _decode_batch
 
     def run(lo: int, hi: int) -> None:
-        i = lo
-        try:
-            for i in range(lo, hi):
+        for i in range(lo, hi):
+            try:
                 if small:  # a tiny image's copy costs less than simplejpeg's checks of a buffer (~1 µs)
                     dense[i] = decode(data[i], space, fast)
                 else:
                     decode(data[i], space, fast, buffer=dense[i])
-        except ValueError as e:
-            raise ValueError(f"Operator `{ctx.op}`: cannot decode {bd.describe(i)}: corrupt or truncated "
-                             f"JPEG data ({e})") from None
+            except ValueError:
+                try:  # the general path's handling of corrupt data (rare: no cost to the loop above)
+                    jpeg(data[i], space, fast, lambda i=i: f"{bd.describe(i)} in `{ctx.op}`", buffer=dense[i])
+                except ValueError as e:
+                    raise ValueError(f"Operator `{ctx.op}`: cannot decode {bd.describe(i)}: corrupt or truncated "
+                                     f"JPEG data ({e})") from None
 
     k = min(ctx.thread_pool.num_threads, n)
     if k <= 1 or small or dense.nbytes < _PARALLEL_MIN_BYTES:
