@@ -169,7 +169,21 @@ def test_float_tiff_is_scaled_to_uint8():
 
 def test_bad_dtype_argument(photos):
     with raises(ValueError, r"decoders.image.*'dtype'"):
-        ndd.decoders.image(encode(photos[0], "PNG"), dtype=ndd.int32)
+        ndd.decoders.image(encode(photos[0], "PNG"), dtype=ndd.int64)
+
+
+def test_integer_dtypes_scale_to_the_type_maximum():
+    """dtype int8/int16/int32/uint32 scale 0..255 to 0..max (float32 products, rounded):
+    values observed from DALI 2.4 for the levels 0, 1, 2, 3 and 255."""
+    levels = np.array([[0, 1, 2, 3, 255]], np.uint8)
+    data = encode(levels, "PNG")
+    want = {ndd.int8: [0, 0, 1, 1, 127], ndd.int16: [0, 128, 257, 385, 32767],
+            ndd.int32: [0, 8421505, 16843010, 25264516, 2147483647],
+            ndd.uint32: [0, 16843010, 33686020, 50529032, 4294967295]}
+    for dt, values in want.items():
+        out = ndd.decoders.image(data, output_type=types.GRAY, dtype=dt)
+        assert out.dtype == dt
+        np.testing.assert_array_equal(as_np(out)[0, :, 0], values)
 
 
 def test_image_crop(photos):

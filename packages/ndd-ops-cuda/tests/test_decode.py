@@ -12,7 +12,7 @@ from PIL import Image
 
 import ndd
 import ndd.types as types
-from ndd_ops_cuda._decode import HYBRID_MIN_PIXELS, jpeg_info
+from ndd_ops_cuda._decode import HYBRID_MIN_PIXELS, _to_hwc, jpeg_info
 
 RNG = np.random.default_rng(0)
 
@@ -79,7 +79,7 @@ def test_jpeg_info_and_exif():
 # -- the CPU path (all of it on the emulation, small and odd images on CUDA) --------------
 
 @pytest.mark.parametrize("out", [types.RGB, types.BGR, types.GRAY, types.YCbCr])
-@pytest.mark.parametrize("dtype", [ndd.uint8, ndd.float32, ndd.uint16])
+@pytest.mark.parametrize("dtype", [ndd.uint8, ndd.float32, ndd.uint16, ndd.int16, ndd.uint32])
 def test_small_images_match_the_cpu_decoder_exactly(out, dtype):
     jpegs = ndd.as_batch([encode(smooth_image(28, 28, s)) for s in range(4)])
     gpu = ndd.decoders.image(jpegs, device="gpu", output_type=out, dtype=dtype)
@@ -88,6 +88,17 @@ def test_small_images_match_the_cpu_decoder_exactly(out, dtype):
     assert isinstance(gpu.torch(), torch.Tensor)
     for g, c in zip(host(gpu), host(cpu)):
         np.testing.assert_array_equal(g, c)
+
+
+@pytest.mark.parametrize("dtype", [ndd.uint8, ndd.uint16, ndd.float32, ndd.int8, ndd.int16, ndd.int32, ndd.uint32])
+def test_nvjpeg_output_conversion_matches_the_cpu_decoder(dtype):
+    """nvJPEG's CHW uint8 planes go to HWC ``dtype`` with the CPU decoder's scaling, bit for
+    bit (the conversion is plain torch, checked here on CPU tensors)."""
+    img = np.random.default_rng(5).integers(0, 256, (7, 9, 3), dtype=np.uint8)
+    got = _to_hwc([torch.from_numpy(img).permute(2, 0, 1)], types.RGB, dtype.numpy_dtype)[0].numpy()
+    want = host(ndd.decoders.image(ndd.as_batch([encode(img, ".png")]), dtype=dtype))[0]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
 
 
 def test_mixed_formats_and_sizes_match_the_cpu_decoder_exactly():

@@ -106,11 +106,13 @@ def _window_size(op: str, args: dict, names: tuple[str, ...]) -> None:
 
 _ALL_INTERP = tuple(DALIInterpType)
 _WARP_INTERP = (DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR)
-_DECODER_DTYPES = (_dtype.uint8, _dtype.uint16, _dtype.float32)
+_DECODER_DTYPES = (_dtype.uint8, _dtype.uint16, _dtype.uint32, _dtype.int8, _dtype.int16, _dtype.int32,
+                   _dtype.float32)
 
 _DECODER_ARGS = {
     "output_type": Arg(IMAGE_TYPE, DALIImageType.RGB, doc="colour space of the output (RGB, BGR, GRAY, YCbCr, ANY_DATA)"),
-    "dtype": Arg(DTYPE, _dtype.uint8, doc="output type: uint8, uint16 or float32 (values scaled to its range, float to [0, 1])"),
+    "dtype": Arg(DTYPE, _dtype.uint8, doc="output type: uint8, uint16, uint32, int8, int16, int32 or float32 "
+                                            "(values scaled to its range, float to [0, 1])"),
     "adjust_orientation": Arg(BOOL, True, doc="apply the EXIF orientation tag"),
     "use_fast_idct": Arg(BOOL, False, doc="use libjpeg-turbo's fast (less accurate) integer IDCT"),
     # Accepted for compatibility with DALI; they tune the GPU decoder and caches only.
@@ -172,7 +174,7 @@ def _decoder_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
 def _decoder_validate(op: str):
     def validate(args: dict) -> None:
         if args["dtype"] not in _DECODER_DTYPES:
-            raise _err(op, "dtype", f"must be uint8, uint16 or float32, got {args['dtype']}")
+            raise _err(op, "dtype", f"must be uint8, uint16, uint32, int8, int16, int32 or float32, got {args['dtype']}")
         if op == "decoders.image_crop":
             _window_size(op, args, ("crop_w", "crop_h"))
         if op == "decoders.image_random_crop":

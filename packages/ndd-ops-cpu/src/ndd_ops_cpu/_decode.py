@@ -34,6 +34,7 @@ _YCBCR_MATRIX = (np.array([[65.481, 128.553, 24.966],
                            [-37.797, -74.203, 112.0],
                            [112.0, -93.786, -18.214]]) / 255).astype(np.float32)
 _YCBCR_OFFSET = np.array([16.0, 128.0, 128.0], np.float32)
+_SCALED_INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.uint32))
 _GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114], np.float32).astype(np.float64)
 
 
@@ -233,6 +234,9 @@ def decode_one(data: Any, out: DALIImageType, fast_idct: bool, orient: bool,
 
 
 def _to_dtype(img: np.ndarray, dt: np.dtype) -> np.ndarray:
+    if dt in _SCALED_INTS:  # scaled to the type's maximum in float32, as DALI (bit for bit)
+        top = np.float32(1 / 65535 if img.dtype == np.uint16 else 1 / 255)
+        return cast_to(img.astype(np.float32) * top * np.float32(np.iinfo(dt).max), dt)
     if img.dtype == np.uint16:  # a 16-bit image, at full precision
         if dt == np.uint16:
             return np.ascontiguousarray(img)

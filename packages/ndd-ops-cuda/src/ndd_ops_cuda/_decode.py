@@ -157,6 +157,10 @@ def _to_hwc(imgs: list[Any], out: DALIImageType, dtype: np.dtype) -> Any:
         return (hwc.to(torch.int32) * 257).to(torch.uint16)
     if dtype == np.float32:
         return hwc.to(torch.float32) * (1 / 255)
+    if dtype != np.uint8:  # int8/16/32, uint32: as the CPU kernel (float32, rounded, saturated)
+        top = float(np.iinfo(dtype).max)
+        y = (hwc.to(torch.float32) * float(np.float32(1 / 255)) * top).double()  # + 0.5 exact in double
+        return torch.floor(y + 0.5).clamp_(max=top).to(torch.int64).to(BACKEND.torch_dtype(dtype))
     return hwc
 
 
