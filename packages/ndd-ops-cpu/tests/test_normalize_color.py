@@ -99,6 +99,13 @@ def test_normalize(rng):
     m = x.mean(axis=(0, 1), keepdims=True)
     v = x.var(axis=(0, 1), keepdims=True, ddof=1)
     np.testing.assert_allclose(out, 2 * (x - m) / np.sqrt(v + 0.5) + 1, rtol=1e-4, atol=1e-4)
+    # ddof at least the count leaves no degrees of freedom: the variance is 0 (DALI 2.4 gives
+    # [0, 0] for [1, 3] with ddof=2, and (x - mean) / sqrt(epsilon) with an epsilon)
+    two = np.array([1.0, 3.0], np.float32)
+    np.testing.assert_array_equal(as_np(ndd.normalize(two, ddof=2)), [0, 0])
+    np.testing.assert_array_equal(as_np(ndd.normalize(two, ddof=3, epsilon=0.25)), [-2, 2])
+    got = ndd.normalize(ndd.as_batch([two, two]), batch=True, ddof=4, epsilon=0.25)
+    np.testing.assert_array_equal(as_np(got.tensors[1]), [-2, 2])
     t = ndd.as_tensor(x, layout="HWC")
     np.testing.assert_allclose(as_np(ndd.normalize(t, axis_names="HW")), (x - m) / x.std(axis=(0, 1), keepdims=True),
                                rtol=1e-4, atol=1e-4)

@@ -82,7 +82,8 @@ def test_normalize(shapes, dtype):
     b = batch(rand_images(4, shapes, dtype))
     for kw in ({}, {"axis_names": "HW"}, {"axes": (0, 1), "batch": True}, {"batch": True},
                {"mean": 100.0, "stddev": 20.0, "scale": 64.0, "shift": 128.0, "dtype": ndd.uint8},
-               {"axes": (0,), "ddof": 1, "epsilon": 1e-3}):
+               {"axes": (0,), "ddof": 1, "epsilon": 1e-3}, {"axes": (0, 1), "ddof": 10**5, "epsilon": 0.25},
+               {"axes": (0, 1), "batch": True, "ddof": 10**6, "epsilon": 0.25}):
         ref, got, _ = run_both(lambda x: ndd.normalize(x, **kw), b)  # noqa: B023
         if kw.get("dtype") == ndd.uint8:
             assert_close(ref, got, atol=1, max_frac=0.001)

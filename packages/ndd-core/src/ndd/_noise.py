@@ -378,7 +378,9 @@ SALT_AND_PEPPER = OpSchema(
 SHOT = OpSchema(
     "noise.shot", random=True, infer=_infer("noise.shot"),
     validate=_validator("noise.shot", ("factor",)),
-    args={"factor": Arg(FLOAT, default=20.0, per_sample=True, doc="value of one event (> 0)")},
+    args={"factor": Arg(FLOAT, default=12.0, per_sample=True,
+                        doc="value of one event (> 0); 12 by default, what DALI 2.4's operator uses "
+                            "(its documentation says 20)")},
     doc="Shot noise: Poisson(max(0, x / factor)) * factor; integer outputs are rounded and "
         "saturated. Draws 7 words per call.",
 )

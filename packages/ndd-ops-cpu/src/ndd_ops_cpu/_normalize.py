@@ -235,7 +235,7 @@ def normalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
             means = [(total / count).astype(np.float32)] * n
         if any(v is None for v in stds):
             ss = sum(((x - means[0]) ** 2).sum(axis=axes, keepdims=True, dtype=np.float64) for x in xs)
-            stds = [np.sqrt(ss / max(count - ddof, 1)).astype(np.float32)] * n
+            stds = [np.sqrt(ss / (count - ddof) if count > ddof else ss * 0).astype(np.float32)] * n
 
     def one(i: int) -> np.ndarray:
         x = xs[i]
@@ -244,7 +244,8 @@ def normalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
             var = np.asarray(stds[i], np.float64) ** 2
         else:
             cnt = int(np.prod([x.shape[d] for d in axes]))
-            var = ((x - m) ** 2).sum(axis=axes, keepdims=True, dtype=np.float64) / max(cnt - ddof, 1)
+            ss = ((x - m) ** 2).sum(axis=axes, keepdims=True, dtype=np.float64)
+            var = ss / (cnt - ddof) if cnt > ddof else ss * 0  # no degrees of freedom left: 0, as DALI
         with np.errstate(divide="ignore", invalid="ignore"):  # a constant slice normalises to shift
             k = scale / np.sqrt(var + eps)
         k = np.where(np.isfinite(k), k, 0.0).astype(np.float32)

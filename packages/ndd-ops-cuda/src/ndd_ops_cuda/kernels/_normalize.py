@@ -285,7 +285,7 @@ def normalize_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
             means_t = [upload(m, dev) for m in means]
         if stds is None:
             ss = sum(_sum(((as_float(s) - means_t[0]) ** 2).to(torch.float64), dims) for s in samples)
-            var = [ss / max(count - ddof, 1)] * n
+            var = [ss / (count - ddof) if count > ddof else ss * 0] * n
         else:
             var = [upload(v, dev).to(torch.float64) ** 2 for v in stds]
         return [_apply(as_float(s), means_t[i], var[i], eps, scale, shift, dt) for i, s in enumerate(samples)]
@@ -349,5 +349,6 @@ def _normalize_dense(x: torch.Tensor, axes: tuple[int, ...], means: torch.Tensor
         var = stds.to(torch.float64) ** 2
     else:
         diff = x - m if m.dtype == torch.float32 else x.to(torch.float64) - m
-        var = _sum((diff ** 2).to(torch.float64), dims) / max(count - ddof, 1)
+        ss = _sum((diff ** 2).to(torch.float64), dims)
+        var = ss / (count - ddof) if count > ddof else ss * 0  # no degrees of freedom left: 0, as the CPU
     return _apply(x, m, var, eps, scale, shift, dt)
