@@ -188,6 +188,14 @@ def test_brightness_contrast(rng, dtype):
         assert np.abs(out - np.clip(ref, 0, 255)).max() <= 0.5 + 1e-9
     else:
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    if dtype == np.uint8:  # exact halves round as DALI's float32 gain and offset do (DALI 2.4: 203 gives 234)
+        levels = np.arange(256, dtype=np.uint8).reshape(16, 16, 1)
+        got = as_np(ndd.brightness_contrast(levels, contrast=1.42))
+        assert got[12, 11, 0] == 234  # (203 - 128) * 1.42 + 128 = 234.5 in decimals
+        f32 = np.float32
+        g, o = f32(1.42), f32(128) - f32(1.42) * f32(128)
+        ref = np.floor((levels.astype(f32) * g + o).astype(np.float64) + 0.5)
+        np.testing.assert_array_equal(got, np.clip(ref, 0, 255))
     imgs = [img, img]
     per = as_np(ndd.brightness_contrast(ndd.batch(imgs), contrast_center=ndd.batch([np.float32(0), np.float32(50)]),
                                         contrast=2.0))

@@ -101,7 +101,7 @@ def brightness_contrast_cpu(ctx: KernelContext, inputs: list[BatchData], args: K
 
     def run(x: np.ndarray, g: float, o: float) -> np.ndarray:
         if x.dtype == np.uint8 and dt == np.uint8:
-            lut = cast_to(np.arange(256) * g + o, np.uint8)  # (rounded half away from zero)
+            lut = cast_to(np.arange(256, dtype=np.float32) * np.float32(g) + np.float32(o), np.uint8)  # as DALI
             flat = np.ascontiguousarray(x).reshape(-1, x.shape[-1] if x.ndim > 1 else 1)
             return cv2.LUT(flat, lut).reshape(x.shape)
         return cast_to(x.astype(np.float32) * np.float32(g) + np.float32(o), dt)

@@ -43,7 +43,8 @@ def _bc_host(ctx: KernelContext, bd: BatchData, args: KernelArgs) -> np.ndarray:
     n = len(bd)
     gains, offsets = brightness_contrast_params(args, n, numpy_dtype(bd.sample(0).dtype), numpy_dtype(out_dtype(ctx)))
     if _bc_tables(ctx, bd):  # (rounded half away from zero, as the CPU's tables)
-        return saturate_cast(np.arange(256) * np.array(gains)[:, None] + np.array(offsets)[:, None], np.uint8)
+        return saturate_cast(np.arange(256, dtype=np.float32) * np.array(gains, np.float32)[:, None]
+                             + np.array(offsets, np.float32)[:, None], np.uint8)
     return np.array([gains, offsets], np.float32)
 
 
