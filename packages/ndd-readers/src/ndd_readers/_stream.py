@@ -228,8 +228,8 @@ class SampleStream:
 
     # -- indices -----------------------------------------------------------------
     def _segment(self, g: int, start: int, stop: int) -> np.ndarray:
-        """The (shuffled) order of segment ``g`` whose source is ``[start, stop)`` of
-        pass ``g``'s dataset order."""
+        """The (shuffled) order of segment ``g`` whose source is ``[start, stop)`` of the
+        dataset order (with shuffle_after_epoch: of permutation ``g``)."""
         with self._lock:
             order = self._cache.get(g)
             if order is None:
@@ -276,11 +276,13 @@ class SampleStream:
         else:
             p, pos = divmod(offset - (n - a), n)
             p += 1
-        if not self.random_shuffle:  # a segment per pass (shuffle_after_epoch draws per pass)
+        if self._plain():  # one segment per pass
             lo = a if p == 0 else 0
             return p, lo, n, pos - lo
-        # random_shuffle: a segment per shard's block, so that an epoch (which reads one
-        # shard's block) holds that shard's samples only, as in DALI
+        # Shuffled: a segment per shard's block, numbered by the epoch that reads it, so that
+        # an epoch holds its shard's samples only (random_shuffle) and every shard's epoch e
+        # is its block of permutation e (shuffle_after_epoch): the shards split each epoch, as
+        # in DALI
         k = ((pos + 1) * s - 1) // n  # the shard whose block holds pos
         lo, hi = self._range(k, n)
         g = k - self.shard_id if p == 0 else (s - self.shard_id) + (p - 1) * s + k
