@@ -70,3 +70,14 @@ def test_batch_of_same_shape_samples_hands_torch_its_memory():
     ragged = ndd.batch([np.zeros(2, np.float32), np.ones(3, np.float32)])
     with pytest.raises(ValueError):
         ragged.torch(copy=False)
+
+
+def test_torch_tensors_as_arguments():
+    """A torch tensor given as an argument counts as its values, as a NumPy array does
+    (DALI 2.4 takes both)."""
+    x = ndd.as_tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    np.testing.assert_array_equal(np.asarray(ndd.transpose(x, perm=torch.tensor([2, 0, 1]))),
+                                  np.asarray(ndd.transpose(x, perm=[2, 0, 1])))
+    np.testing.assert_array_equal(np.asarray(ndd.pad(x, fill_value=torch.tensor(7.0), shape=torch.tensor([3, 3, 5]))),
+                                  np.asarray(ndd.pad(x, fill_value=7.0, shape=[3, 3, 5])))
+    assert ndd.reshape(x, shape=torch.tensor([4, 6])).shape == (4, 6)

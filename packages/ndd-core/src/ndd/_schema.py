@@ -128,6 +128,8 @@ def convert_arg(op: str, name: str, spec: Arg, v: Any) -> Any:
     """Check and normalise a constant (non-Batch) argument value."""
     if isinstance(v, Tensor):
         v = v._host()
+    elif hasattr(v, "__dlpack__") and hasattr(v, "__array__") and not isinstance(v, (np.ndarray, np.generic)):
+        v = np.asarray(v.cpu() if getattr(v, "is_cuda", False) else v)  # a torch tensor, as DALI takes it
     k = spec.kind
     if k == ANY:
         return v
