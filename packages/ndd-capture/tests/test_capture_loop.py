@@ -246,6 +246,18 @@ def test_conflicting_batch_size_and_device(lmdb_path, change_at):
     with pytest.raises(RuntimeError, match="Cannot change batch size to 4, the capture-mode loop uses 8"):
         for i, _ in enumerate(reader.next_epoch(batch_size=B, capture=True)):
             ndd.random.uniform(batch_size=B if i < change_at else 4)
+    # a call that conflicts from the traced step on is not captured, and raises at the
+    # first replayed step (DALI 2.4 does); so does a site first reached later
+    for conflict_from in (0, change_at):
+        reader = ndd.readers.Caffe2(path=lmdb_path)
+        steps = []
+        with pytest.raises(RuntimeError, match="Cannot change batch size to 5, the capture-mode loop uses 8"):
+            for i, (jpegs, _) in enumerate(reader.next_epoch(batch_size=B, capture=True)):
+                steps.append(i)
+                ndd.decoders.image(jpegs)
+                if i >= conflict_from:
+                    ndd.random.uniform(batch_size=5)
+        assert steps[-1] == max(conflict_from, 1)
     reader = ndd.readers.Caffe2(path=lmdb_path)
     steps = []
     with pytest.raises(RuntimeError, match="traced with device=cpu but called with device=gpu"):

@@ -564,6 +564,11 @@ class CaptureLoop:
         return invoke(schema, raw_in, raw_kw)
 
     def _replay(self, schema: Any, inputs: tuple, kwargs: dict, key: tuple, site: Any) -> Any:
+        bs = kwargs.get("batch_size")
+        if bs is not None and bs is not self.batch_size and unwrap_invariants(bs) != self.batch_size:
+            # at any site, captured or not (as DALI from the first replayed step on)
+            raise RuntimeError(f"Cannot change batch size to {unwrap_invariants(bs)}, the capture-mode "
+                               f"loop uses {self.batch_size}.")
         node = self.sites.get(key)
         if node is None:
             rec = self._record(key, schema, site)
@@ -575,10 +580,6 @@ class CaptureLoop:
         dev = kwargs.get("device")
         if dev is not None and dev is not node.device_ok:
             self._check_device(node, dev)
-        bs = kwargs.get("batch_size")
-        if bs is not None and bs is not self.batch_size and unwrap_invariants(bs) != self.batch_size:
-            raise RuntimeError(f"Cannot change batch size to {unwrap_invariants(bs)}, the capture-mode "
-                               f"loop uses {self.batch_size}.")
         if len(inputs) != len(node.inputs):
             return self._fallback(schema, inputs, kwargs, rec, "NDD-C204", "the number of inputs changed")
         # The keyword names with a value, but batch_size, device and rng: the traced call's. The
