@@ -760,3 +760,21 @@ def test_a_per_sample_scalar_argument_with_several_values_is_named():
         ndd.rotate(b, angle=ndd.as_batch([np.ones(1, np.float32), np.ones(2, np.float32)])).evaluate()
     one = ndd.rotate(b, angle=ndd.as_batch([np.full(1, 90, np.float32)] * 2))
     np.testing.assert_array_equal(as_np(one.tensors[0]), np.zeros((4, 4), np.uint8))
+
+
+def test_image_ops_give_3d_data_without_a_layout_hwc():
+    """DALI 2.4: an image operator's output on 3-D data without a layout is HWC, so that
+    ``axis_names`` work downstream; 2-D data keeps no layout, a given layout is kept."""
+    x = ndd.batch([np.full((8, 10, 3), 7, np.uint8)] * 2)
+    ops = [lambda a: ndd.resize(a, size=[4, 4]), ndd.flip, lambda a: ndd.crop(a, crop=[2, 2]),
+           lambda a: ndd.rotate(a, angle=10.0), lambda a: ndd.warp_affine(a, matrix=[1, 0, 0, 0, 1, 0]),
+           lambda a: ndd.color_twist(a, brightness=1.1), lambda a: ndd.hsv(a, saturation=1.1), ndd.hue,
+           lambda a: ndd.brightness_contrast(a, brightness=1.1), ndd.contrast,
+           lambda a: ndd.random_resized_crop(a, size=[4, 4])]
+    for op in ops:
+        assert op(x).layout == "HWC"
+        assert op(ndd.tensor(np.zeros((8, 10, 3), np.uint8))).layout == "HWC"
+    assert ndd.flip(ndd.batch([np.zeros((8, 10), np.uint8)])).layout is None
+    assert ndd.flip(ndd.batch([np.zeros((3, 8, 10), np.uint8)], layout="CHW")).layout == "CHW"
+    mean = ndd.reductions.mean(ndd.cast(ndd.resize(x, size=[4, 4]), dtype=ndd.float32), axis_names="HW")
+    np.testing.assert_allclose(as_np(mean.tensors[0]), [7, 7, 7])

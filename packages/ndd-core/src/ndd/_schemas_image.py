@@ -271,11 +271,17 @@ _RESAMPLING_ARGS = {
 }
 
 
+def _image_layout(m: OutMeta) -> str | None:
+    """The output layout of an image operator: the input's, or HWC for a 3-D input without
+    one (DALI's default image layout, so that ``axis_names`` work downstream)."""
+    return m.layout or ("HWC" if m.ndim == 3 else None)
+
+
 def _resize_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     op = "resize"
     m = inputs[0]
     _check_hw_image(op, m)
-    out = [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, m.layout)]
+    out = [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, _image_layout(m))]
     if args.get("save_attrs"):
         out.append(OutMeta(_dtype.int32, 1, None))
     return out
@@ -325,7 +331,7 @@ def _rrc_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     op = "random_resized_crop"
     m = inputs[0]
     _check_hw_image(op, m)
-    return [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, m.layout)]
+    return [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, _image_layout(m))]
 
 
 def _rrc_validate(args: dict) -> None:
@@ -354,7 +360,7 @@ def _warp_infer(op: str):
         m = inputs[0]
         _check_hw_image(op, m)
         dt = args["dtype"] or m.dtype
-        return [OutMeta(dt, m.ndim, m.layout)]
+        return [OutMeta(dt, m.ndim, _image_layout(m))]
 
     return infer
 
@@ -421,14 +427,14 @@ FLIP = OpSchema(
         "vertical": Arg(INT, 0, per_sample=True, doc="flip along H"),
         "depthwise": Arg(INT, 0, per_sample=True, doc="flip along D"),
     },
-    provided_by=_PKG, doc="Flip images horizontally and/or vertically (any layout with H and W).",
+    infer=lambda inputs, args: [OutMeta(inputs[0].dtype, inputs[0].ndim, _image_layout(inputs[0]))], provided_by=_PKG, doc="Flip images horizontally and/or vertically (any layout with H and W).",
 )
 
 
 def _crop_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     m = inputs[0]
     _check_hw_image("crop", m, ("HWC", "HW", "CHW"))
-    return [OutMeta(args["dtype"] or m.dtype, m.ndim, m.layout)]
+    return [OutMeta(args["dtype"] or m.dtype, m.ndim, _image_layout(m))]
 
 
 def _crop_validate(args: dict) -> None:
@@ -551,7 +557,7 @@ def _color_infer(op: str):
         lay = image_axes(op, m.layout, m.ndim)
         if not lay.endswith("C"):
             raise ValueError(f"Operator `{op}`: expects channel-last images (HWC), got layout {lay!r}")
-        return [OutMeta(args["dtype"] or m.dtype, m.ndim, m.layout)]
+        return [OutMeta(args["dtype"] or m.dtype, m.ndim, _image_layout(m))]
 
     return infer
 
@@ -592,7 +598,7 @@ BRIGHTNESS_CONTRAST = OpSchema(
                                doc="value unchanged by contrast (not set: half the input range, 128 or 0.5)"),
         "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),
     },
-    infer=lambda inputs, args: [OutMeta(args["dtype"] or inputs[0].dtype, inputs[0].ndim, inputs[0].layout)],
+    infer=lambda inputs, args: [OutMeta(args["dtype"] or inputs[0].dtype, inputs[0].ndim, _image_layout(inputs[0]))],
     validate=_bc_validate, provided_by=_PKG,
     doc="out = brightness_shift * range + brightness * (contrast_center + contrast * (in - contrast_center)).",
 )
