@@ -38,6 +38,10 @@ def _maxdiff(a, b) -> float:
     ((375, 500), {"resize_longer": 256}, (192, 256)),
     ((100, 1000), {"resize_shorter": 50, "max_size": 300}, (30, 300)),
     ((480, 640), {"size": (0, 1280), "max_size": (500, 2000)}, (500, 1280)),
+    # an explicit 0 counts as given, as in DALI 2.4: the input's size (it raised before)
+    ((13, 17), {"resize_shorter": 0}, (13, 17)),
+    ((13, 17), {"resize_x": 0, "resize_y": 0}, (13, 17)),
+    ((13, 17), {"resize_x": 0, "resize_y": 5}, (5, 7)),
 ])
 def test_resize_output_size(hw, kwargs, expected):
     x = np.zeros(hw + (1,), np.uint8)
@@ -547,6 +551,12 @@ def test_flip_without_a_layout_needs_2d_or_3d_images():
 
 def test_crop_in_bounds_and_anchor(rng):
     img = rand_image(rng, 40, 50)
+    # an explicit 0 is given, as in DALI 2.4: the whole extent (it raised as "only crop_w")
+    np.testing.assert_array_equal(as_np(ndd.crop(img, crop_h=0, crop_w=4)), img[:, 23:27])
+    with raises(ValueError, r"'crop_w' and 'crop_h' must be given together"):
+        ndd.crop(img, crop_w=4)
+    with raises(ValueError, r"'resize_shorter' and 'resize_longer' are mutually exclusive"):
+        ndd.resize(img, resize_shorter=0, resize_longer=0)
     np.testing.assert_array_equal(as_np(ndd.crop(img, crop=(20, 30))), img[10:30, 10:40])
     np.testing.assert_array_equal(as_np(ndd.crop(img, crop_h=10, crop_w=8, crop_pos_x=0, crop_pos_y=1)),
                                   img[30:40, 0:8])

@@ -108,7 +108,7 @@ def crop_window(op: str, args: KernelArgs, i: int, hw: tuple[int, int], policy: 
             raise ValueError(f"Operator `{op}`: argument 'crop' must be (H, W), got {c} for sample {i}")
         ch, cw = c
     else:
-        ch, cw = float(args.sample("crop_h", i)), float(args.sample("crop_w", i))
+        ch, cw = float(args.sample("crop_h", i) or 0), float(args.sample("crop_w", i) or 0)
     if ch < 0 or cw < 0:
         raise ValueError(f"Operator `{op}`: the crop window of sample {i} must be non-negative, got {(ch, cw)}")
     h = int(ch) if ch else H
@@ -530,10 +530,12 @@ class ResizePlan:
 def resize_plan(op: str, args: KernelArgs, i: int, hw: tuple[int, int]) -> ResizePlan:
     """Apply DALI's size arguments to sample ``i`` of spatial shape ``hw``."""
     size = sample_floats(args, "size", i)
-    rx, ry = float(args.sample("resize_x", i)), float(args.sample("resize_y", i))
-    rs, rl = float(args.sample("resize_shorter", i)), float(args.sample("resize_longer", i))
-    methods = [name for name, on in (("resize_x/resize_y", rx or ry), ("size", size is not None),
-                                     ("resize_shorter", rs), ("resize_longer", rl)) if on]
+    rx, ry, rs, rl = (args.sample(n, i) for n in ("resize_x", "resize_y", "resize_shorter", "resize_longer"))
+    # Given counts, 0 included (0: that extent is derived, or kept), as DALI
+    methods = [name for name, on in (("resize_x/resize_y", rx is not None or ry is not None),
+                                     ("size", size is not None), ("resize_shorter", rs is not None),
+                                     ("resize_longer", rl is not None)) if on]
+    rx, ry, rs, rl = (float(v or 0) for v in (rx, ry, rs, rl))
     if len(methods) != 1:
         raise ValueError(
             f"Operator `{op}`: exactly one way of giving the size must be used (resize_x/resize_y, size, "

@@ -85,8 +85,9 @@ def _float_or_same(op: str, m: OutMeta, dt: _dtype.DType | None) -> _dtype.DType
 
 
 def _given(args: dict, name: str) -> bool:
-    """Whether ``name`` was given: a non-zero constant, or per-sample values (a Batch)."""
-    return bool(args.get(name)) or name in (getattr(args, "batch_args", None) or ())
+    """Whether ``name`` was given: a constant (0 included: the size arguments default to None
+    to tell, as DALI does), or per-sample values (a Batch)."""
+    return args.get(name) is not None or name in (getattr(args, "batch_args", None) or ())
 
 
 def _window_size(op: str, args: dict, names: tuple[str, ...]) -> None:
@@ -135,8 +136,8 @@ _DECODER_ARGS = {
 
 _CROP_WINDOW_ARGS = {
     "crop": Arg(FLOATS, None, per_sample=True, doc="window shape (H, W); exclusive with crop_w/crop_h"),
-    "crop_w": Arg(FLOAT, 0.0, per_sample=True, doc="window width in pixels (0: whole width)"),
-    "crop_h": Arg(FLOAT, 0.0, per_sample=True, doc="window height in pixels (0: whole height)"),
+    "crop_w": Arg(FLOAT, None, per_sample=True, doc="window width in pixels (0 or not given: whole width)"),
+    "crop_h": Arg(FLOAT, None, per_sample=True, doc="window height in pixels (0 or not given: whole height)"),
     "crop_d": Arg(FLOAT, 0.0, per_sample=True, doc="window depth (volumes only; must be 0 for images)"),
     "crop_pos_x": Arg(FLOAT, 0.5, per_sample=True, doc="normalised horizontal anchor: x0 = crop_pos_x * (W - crop_w)"),
     "crop_pos_y": Arg(FLOAT, 0.5, per_sample=True, doc="normalised vertical anchor: y0 = crop_pos_y * (H - crop_h)"),
@@ -294,9 +295,9 @@ def _resize_validate(args: dict) -> None:
         raise _err(op, "size", f"must have one value per spatial dimension (H, W), got {len(args['size'])}")
     if args["resize_z"]:
         raise _err(op, "resize_z", "applies to volumes only; images take resize_x and resize_y")
-    if args["resize_shorter"] and args["resize_longer"]:
+    if _given(args, "resize_shorter") and _given(args, "resize_longer"):
         raise ValueError(f"Operator `{op}`: arguments 'resize_shorter' and 'resize_longer' are mutually exclusive")
-    if args["mode"] != "default" and (args["resize_shorter"] or args["resize_longer"]):
+    if args["mode"] != "default" and (_given(args, "resize_shorter") or _given(args, "resize_longer")):
         raise _err(op, "mode", "cannot be combined with resize_shorter or resize_longer")
     if (args["roi_start"] is None) != (args["roi_end"] is None):
         raise ValueError(f"Operator `{op}`: arguments 'roi_start' and 'roi_end' must be given together")
@@ -307,11 +308,13 @@ RESIZE = OpSchema(
     "resize",
     args={
         "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); a 0 extent is derived from the others, a negative one flips"),
-        "resize_x": Arg(FLOAT, 0.0, per_sample=True, doc="output width (negative flips)"),
-        "resize_y": Arg(FLOAT, 0.0, per_sample=True, doc="output height (negative flips)"),
+        "resize_x": Arg(FLOAT, None, per_sample=True, doc="output width (negative flips; 0: derived)"),
+        "resize_y": Arg(FLOAT, None, per_sample=True, doc="output height (negative flips; 0: derived)"),
         "resize_z": Arg(FLOAT, 0.0, per_sample=True, doc="volumes only"),
-        "resize_shorter": Arg(FLOAT, 0.0, per_sample=True, doc="length of the shorter side (mode not_smaller)"),
-        "resize_longer": Arg(FLOAT, 0.0, per_sample=True, doc="length of the longer side (mode not_larger)"),
+        "resize_shorter": Arg(FLOAT, None, per_sample=True,
+                              doc="length of the shorter side (mode not_smaller; 0: the input's size)"),
+        "resize_longer": Arg(FLOAT, None, per_sample=True,
+                             doc="length of the longer side (mode not_larger; 0: the input's size)"),
         "max_size": Arg(FLOATS, None, doc="limit of the output size, one value or (H, W)"),
         "mode": Arg(STR, "default", choices=("default", "stretch", "not_larger", "not_smaller"),
                     doc="how the requested extents combine (see DALI's resize)"),
