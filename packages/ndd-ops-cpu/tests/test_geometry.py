@@ -788,3 +788,16 @@ def test_image_ops_give_3d_data_without_a_layout_hwc():
     assert ndd.flip(ndd.batch([np.zeros((3, 8, 10), np.uint8)], layout="CHW")).layout == "CHW"
     mean = ndd.reductions.mean(ndd.cast(ndd.resize(x, size=[4, 4]), dtype=ndd.float32), axis_names="HW")
     np.testing.assert_allclose(as_np(mean.tensors[0]), [7, 7, 7])
+
+
+def test_volume_arguments_on_images_are_ignored_and_size_beats_keep_size(rng):
+    """DALI 2.4: flip's depthwise and rotate's axis are ignored for images (no D axis), and
+    rotate's size wins over keep_size; they raised."""
+    img = rand_image(rng, 13, 17)
+    np.testing.assert_array_equal(as_np(ndd.flip(img, depthwise=1)), img[:, ::-1])
+    np.testing.assert_array_equal(as_np(ndd.flip(img, horizontal=0, depthwise=1)), img)
+    plain = as_np(ndd.rotate(img, angle=30.0))
+    np.testing.assert_array_equal(as_np(ndd.rotate(img, angle=30.0, axis=[0, 0, 1])), plain)
+    assert ndd.rotate(img, angle=30.0, keep_size=True, size=[27, 28]).shape == (27, 28, 3)
+    np.testing.assert_array_equal(as_np(ndd.rotate(img, angle=30.0, keep_size=True, size=[27, 28])),
+                                  as_np(ndd.rotate(img, angle=30.0, size=[27, 28])))

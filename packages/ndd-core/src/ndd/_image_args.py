@@ -410,8 +410,8 @@ def rotate_params(op: str, args: KernelArgs, in_hw: np.ndarray) -> tuple[np.ndar
     else:
         oh, ow = rotated_size(in_hw[:, 0], in_hw[:, 1], angles)
         out_hw = np.stack([oh, ow], axis=1)
-        if args["size"] is not None or args.is_per_sample("size"):
-            out_hw = np.array([warp_size(op, args, i) or tuple(out_hw[i]) for i in range(n)], np.int64).reshape(n, 2)
+    if args["size"] is not None or args.is_per_sample("size"):  # before keep_size, as DALI
+        out_hw = np.array([warp_size(op, args, i) or tuple(out_hw[i]) for i in range(n)], np.int64).reshape(n, 2)
     return rotation_matrices(in_hw, out_hw, angles), out_hw
 
 

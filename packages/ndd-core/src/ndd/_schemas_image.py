@@ -373,10 +373,6 @@ def _rotate_validate(args: dict) -> None:
     _non_negative(op, args, "size")
     if args["size"] is not None and len(args["size"]) != 2:
         raise _err(op, "size", f"must be (H, W), got {list(args['size'])}")
-    if args["axis"] is not None:
-        raise _err(op, "axis", "applies to volumes only")
-    if args["keep_size"] and args["size"] is not None:
-        raise ValueError(f"Operator `{op}`: arguments 'keep_size' and 'size' are mutually exclusive")
     _check_interp(op, args, ("interp_type",), _WARP_INTERP)
 
 
@@ -384,9 +380,9 @@ ROTATE = OpSchema(
     "rotate",
     args={
         "angle": Arg(FLOAT, required=True, per_sample=True, doc="degrees, counter-clockwise"),
-        "axis": Arg(FLOATS, None, per_sample=True, doc="rotation axis (volumes only)"),
+        "axis": Arg(FLOATS, None, per_sample=True, doc="rotation axis (volumes only; ignored for images, as DALI)"),
         "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); default: the rotated bounding box"),
-        "keep_size": Arg(BOOL, False, doc="keep the input size"),
+        "keep_size": Arg(BOOL, False, doc="keep the input size (unless size is given)"),
         "fill_value": Arg(FLOAT, None, doc="value outside the source (not set: repeat the border pixel)"),
         "interp_type": Arg(INTERP_TYPE, _LINEAR, doc="NN or LINEAR"),
         "dtype": Arg(DTYPE, None, doc="output type (default: the input type)"),

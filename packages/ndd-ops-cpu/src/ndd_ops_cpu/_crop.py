@@ -89,6 +89,8 @@ def flip_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
     axes = {"horizontal": layout.find("W"), "vertical": layout.find("H"), "depthwise": layout.find("D")}
     n = len(samples)
     flags = {k: np.asarray(args.per_sample(k), bool).reshape(n) for k in axes}
+    if axes["depthwise"] < 0:  # ignored without a D axis, as DALI
+        flags["depthwise"] = np.zeros(n, bool)
     for k, ax in axes.items():
         if ax < 0 and flags[k].any():
             raise ValueError(f"Operator `{ctx.op}`: argument '{k}': the input layout {layout!r} has no "

@@ -181,6 +181,8 @@ def flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
     layout = image_layout(ctx, len(bd.shapes()[0]))
     axes = {"horizontal": layout.find("W"), "vertical": layout.find("H"), "depthwise": layout.find("D")}
     flags = {k: np.asarray(args.per_sample(k), bool).reshape(n) for k in axes}
+    if axes["depthwise"] < 0:  # ignored without a D axis, as DALI
+        flags["depthwise"] = np.zeros(n, bool)
     for k, ax in axes.items():
         if ax < 0 and flags[k].any():
             raise ValueError(f"Operator `{ctx.op}`: argument '{k}': the input layout {layout!r} has no "
@@ -206,7 +208,7 @@ def _flip_plan(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
     layout = image_layout(ctx, len(graph_shape(ctx, inputs[0])))
     axes = {"horizontal": layout.find("W"), "vertical": layout.find("H"), "depthwise": layout.find("D")}
     flags = {k: np.asarray(args.per_sample(k), bool).reshape(n) for k in axes}
-    if any(ax < 0 and flags[k].any() for k, ax in axes.items()):
+    if any(ax < 0 and flags[k].any() for k, ax in axes.items() if k != "depthwise"):  # (depthwise: ignored)
         raise RuntimeError(f"Operator `{ctx.op}`: a flag for an axis the layout lacks (the eager call says which)")
     modes = {k: "mask" if args.is_per_sample(k) else bool(flags[k].all())
              for k, ax in axes.items() if ax >= 0}
