@@ -19,6 +19,16 @@ def test_python_inference_rules():
     assert ndd.tensor([types.GRAY, types.RGB]).dtype == ndd.ImageType
     assert ndd.tensor(np.arange(3, dtype=np.int64)).dtype == ndd.int64
     assert ndd.tensor(np.zeros(2, np.float64)).dtype == ndd.float64
+    # A list of arrays or tensors keeps their type, but what NumPy makes 64-bit follows the
+    # Python rules (DALI 2.4: uint8 arrays give uint8, float16 float16, int64 arrays int32)
+    u8 = np.arange(3, dtype=np.uint8)
+    assert ndd.tensor([u8, u8]).dtype == ndd.uint8
+    assert ndd.tensor([ndd.tensor(u8), ndd.tensor(u8)]).dtype == ndd.uint8
+    assert ndd.tensor([np.zeros(2, np.float16)] * 2).dtype == ndd.float16
+    assert ndd.tensor([np.uint8(3), np.uint8(4)]).dtype == ndd.uint8
+    assert ndd.tensor([np.arange(2, dtype=np.int64)]).dtype == ndd.int32
+    assert ndd.tensor([np.float32(1.5), 2.5]).dtype == ndd.float32
+    np.testing.assert_array_equal(np.asarray(ndd.tensor([u8, u8 + 1])), [u8, u8 + 1])
 
 
 def test_tensor_copies_as_tensor_wraps():

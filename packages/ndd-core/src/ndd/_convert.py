@@ -31,7 +31,9 @@ def _python_to_numpy(data: Any) -> np.ndarray:
     """Python scalars and nested lists, with DALI's inference rules.
 
     ints → int32 (uint32 when ≥ 2**31 and none negative, else OverflowError beyond int32),
-    floats → float32, bools → bool, DALI enums → their enum dtype (stored as int32).
+    floats → float32, bools → bool, DALI enums → their enum dtype (stored as int32). As in
+    DALI, the rules apply to what NumPy makes 64-bit: a list of uint8 or float16 arrays (or
+    tensors) keeps that type.
     """
     arr = np.array(data)
     if arr.dtype == object:
@@ -39,7 +41,7 @@ def _python_to_numpy(data: Any) -> np.ndarray:
         if flat.size and isinstance(flat[0], enum.IntEnum):
             return np.array([int(v) for v in flat], np.int32).reshape(arr.shape)
         raise TypeError(f"Cannot convert {type(data).__name__} of mixed types to a tensor")
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8:
         if arr.size == 0:
             return arr.astype(np.int32)
         lo, hi = int(arr.min()), int(arr.max())
@@ -48,7 +50,7 @@ def _python_to_numpy(data: Any) -> np.ndarray:
             raise OverflowError(f"Python integer {bad} out of range for int32"
                                 + ("" if lo < 0 else "/uint32") + "; give dtype= (e.g. ndd.int64)")
         return arr.astype(np.uint32 if hi >= 2**31 else np.int32)
-    if arr.dtype.kind == "f":
+    if arr.dtype == np.float64:
         return arr.astype(np.float32)
     return arr
 
