@@ -383,8 +383,14 @@ def test_slice_fractional_windows_round_their_ends():
     # 18.4999996, row 18; in double it would be 18.5, row 19).
     y = np.zeros((37, 53, 1), np.uint8)
     assert A(ndd.slice(ndd.tensor(y, layout="HWC"), rel_start=[0.05, 0.05], rel_shape=[0.45, 0.45])).shape == (16, 23, 1)
-    got = A(ndd.slice(t, start=[2.6, 3.4], shape=[5.5, 7.5]))  # x 3..round(8.1), y 3..round(10.9)
-    np.testing.assert_array_equal(got, x[3:11, 3:8])
+    # absolute arguments are truncated (DALI 2.4: 7x5 from row 3, column 2; a start of -1.5
+    # pads one column)
+    got = A(ndd.slice(t, start=[2.6, 3.4], shape=[5.5, 7.5]))
+    np.testing.assert_array_equal(got, x[3:10, 2:7])
+    got = A(ndd.slice(t, start=[-1.5, 2.5], shape=[4.5, 3.5], out_of_bounds_policy="pad"))
+    assert got.shape == (3, 4, 3) and np.all(got[:, 0] == 0)
+    np.testing.assert_array_equal(got[:, 1:], x[2:5, 0:3])
+    np.testing.assert_array_equal(A(ndd.slice(t, start=[1.5, 0], end=[5.5, 17])), x[:, 1:5])
     got = A(ndd.slice(t, ndd.tensor(np.array([2.6, 3.4], np.float32)), ndd.tensor(np.array([5.5, 7.5], np.float32)),
                       normalized_anchor=False, normalized_shape=False))
     np.testing.assert_array_equal(got, x[3:11, 3:8])

@@ -10,6 +10,7 @@ elements, the same in every sample (reading it waits for the value to be compute
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -810,17 +811,21 @@ def _slice_box(args: KernelArgs, i: int, shape: tuple, axes: tuple, anchor: Any,
     v = {n: args.sample(n, i) for n in _SLICE_ARGS[:6]}
     # float32 values, multiplied in double, as DALI (0.05 + 0.45 of 37 rows ends at 18, not 19)
     v = {n: (None if x is None else tuple(float(np.float32(c)) for c in _coords(n, x, k))) for n, x in v.items()}
+    # Absolute values are truncated (start 1.5, shape 3.5 give rows 1..4; -1.5 starts at -1);
+    # relative ones are scaled, and the start and end rounded, as DALI 2.4 does
     for j, ax in enumerate(axes):
         ext = shape[ax]
-        start = (v["start"][j] if v["start"] is not None
-                 else v["rel_start"][j] * ext if v["rel_start"] is not None else 0.0)
+        if v["start"] is not None:
+            start = float(math.trunc(v["start"][j]))
+        else:
+            start = v["rel_start"][j] * ext if v["rel_start"] is not None else 0.0
         if v["end"] is not None:
-            en = _llround(v["end"][j])
+            en = math.trunc(v["end"][j])
         elif v["rel_end"] is not None:
             en = _llround(v["rel_end"][j] * ext)
-        elif v["shape"] is not None:  # the end is rounded, not the extent (as DALI)
-            en = _llround(start + v["shape"][j])
-        elif v["rel_shape"] is not None:
+        elif v["shape"] is not None:
+            en = _llround(start) + math.trunc(v["shape"][j])
+        elif v["rel_shape"] is not None:  # the end is rounded, not the extent (as DALI)
             en = _llround(start + v["rel_shape"][j] * ext)
         else:
             en = ext
