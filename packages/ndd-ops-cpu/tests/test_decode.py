@@ -127,6 +127,24 @@ def test_bgr_ycbcr_float(photos):
     np.testing.assert_allclose(as_np(f), rgb / 255, atol=1e-6)
 
 
+def test_ycbcr_of_other_types_uses_full_precision(rng):
+    """YCbCr as float32 is computed from the RGB values, not from 8-bit YCbCr: Y from 16/256,
+    Cb and Cr about 1/2 (DALI 2.4's offsets, fitted from its output, which this matches to
+    6e-7); from a 16-bit image, uint8 YCbCr is that rounded once (DALI's values exactly)."""
+    m = np.array([[65.481, 128.553, 24.966], [-37.797, -74.203, 112.0], [112.0, -93.786, -18.214]]) / 255
+    for bits in (8, 16):
+        rgb = rng.integers(0, 2**bits, (9, 11, 3)).astype(np.uint8 if bits == 8 else np.uint16)
+        ok, buf = cv2.imencode(".png", np.ascontiguousarray(rgb[..., ::-1]))
+        data = np.frombuffer(buf.tobytes(), np.uint8)
+        unit = rgb / (2**bits - 1) @ m.T + [16 / 256, 0.5, 0.5]
+        got = as_np(ndd.decoders.image(data, output_type=types.YCbCr, dtype=ndd.float32))
+        np.testing.assert_allclose(got, unit, atol=1e-6)
+        u8 = as_np(ndd.decoders.image(data, output_type=types.YCbCr))
+        y8 = rgb * (255 / (2**bits - 1)) @ m.T + [16, 128, 128]
+        near_half = np.abs(y8 - np.floor(y8) - 0.5) < 1e-4
+        np.testing.assert_array_equal(u8[~near_half], np.clip(np.floor(y8 + 0.5), 0, 255)[~near_half])
+
+
 def test_corrupt_and_truncated_name_the_sample(photos):
     good = encode(photos[0], "JPEG")
     truncated = good[: good.size // 2]

@@ -34,6 +34,7 @@ _YCBCR_MATRIX = (np.array([[65.481, 128.553, 24.966],
                            [-37.797, -74.203, 112.0],
                            [112.0, -93.786, -18.214]]) / 255).astype(np.float32)
 _YCBCR_OFFSET = np.array([16.0, 128.0, 128.0], np.float32)
+_YCBCR_UNIT_OFFSET = np.array([16 / 256, 0.5, 0.5], np.float32)
 _SCALED_INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.uint32))
 _GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114], np.float32).astype(np.float64)
 
@@ -210,9 +211,17 @@ def _decode_other(data: np.ndarray, out: DALIImageType, orient: bool) -> np.ndar
     if out == _ANY or (out == _GRAY and c == 1):
         return img
     rgb = np.repeat(img, 3, axis=2) if c == 1 else img[..., :3]
-    if out == _YCBCR and rgb.dtype == np.uint16:  # YCbCr is defined on 8-bit values
-        rgb = _u16_to_u8(rgb)
+    if out == _YCBCR and rgb.dtype == np.uint16:  # from the 16-bit values, rounded once (DALI's, exactly)
+        y = (rgb * (255 / 65535)) @ _YCBCR_MATRIX.T.astype(np.float64) + _YCBCR_OFFSET
+        return np.clip(np.floor(y + 0.5), 0, 255).astype(np.uint8)
     return _from_rgb(rgb, out)
+
+
+def ycbcr_unit(rgb: np.ndarray) -> np.ndarray:
+    """YCbCr in [0, 1] (float32) of uint8 or uint16 RGB at its full precision: Y from 16/256,
+    Cb and Cr about 1/2, as DALI's float output (within 6e-7)."""
+    top = np.float32(1 / 65535 if rgb.dtype == np.uint16 else 1 / 255)
+    return (rgb.astype(np.float32) * top) @ _YCBCR_MATRIX.T + _YCBCR_UNIT_OFFSET
 
 
 def _u16_to_u8(x: np.ndarray) -> np.ndarray:
@@ -257,14 +266,21 @@ def _decode_batch(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs,
     orient = args["adjust_orientation"]
     dt = args["dtype"].numpy_dtype
 
+    # YCbCr of another type than uint8 is computed from the RGB pixels at full precision, as
+    # DALI does (through 8 bits it was up to 1/255 off)
+    unit_ycbcr = out == _YCBCR and dt != np.uint8
+
     def one(i: int) -> np.ndarray:
         try:
-            img = decode_one(samples[i], out, fast, orient,
+            img = decode_one(samples[i], _RGB if unit_ycbcr else out, fast, orient,
                              lambda: f"{inputs[0].describe(i)} in `{ctx.op}`")
         except DecodeError as e:
             raise ValueError(f"Operator `{ctx.op}`: cannot decode {inputs[0].describe(i)}: {e}") from None
         if post is not None:
             img = post(i, img)
+        if unit_ycbcr:
+            y = ycbcr_unit(img)
+            return y if dt == np.float32 else cast_to(y * np.float32(np.iinfo(dt).max), dt)
         return _to_dtype(img, dt)
 
     # Threads pay off only for images that take long to decode: handing a ~10 µs decode
