@@ -18,10 +18,18 @@ def test_constants_and_properties():
 
 @pytest.mark.parametrize(
     "dt,short", [(ndd.int32, "i32"), (ndd.uint8, "u8"), (ndd.float32, "f32"), (ndd.float64, "f64"),
-                 (ndd.bool, "bool"), (ndd.int64, "i64"), (ndd.float16, "f16"), (ndd.bfloat16, "bf16")]
+                 (ndd.bool, "bool"), (ndd.int64, "i64"), (ndd.float16, "f16"), (ndd.bfloat16, "bfloat16")]
 )
 def test_str(dt, short):
     assert str(dt) == short
+
+
+def test_enums_print_as_dali_s():
+    """str() and f-strings of the enums give ``Class.MEMBER`` as DALI's do (Python 3.11's
+    IntEnum would print the number); they still are ints."""
+    assert str(types.FLOAT) == f"{types.FLOAT}" == "DALIDataType.FLOAT"
+    assert str(types.GRAY) == "DALIImageType.GRAY" and f"{types.INTERP_LINEAR}" == "DALIInterpType.INTERP_LINEAR"
+    assert types.FLOAT == 9 and int(types.GRAY) == 2 and f"{types.FLOAT:>20}".strip() == "DALIDataType.FLOAT"
 
 
 def test_repr_and_equality():

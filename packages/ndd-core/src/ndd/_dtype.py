@@ -128,7 +128,7 @@ float64 = DType(
     _K.float, 64, exponent_bits=11, significand_bits=52, type_id=DALIDataType.FLOAT64,
     name="f64", numpy_dtype=np.float64,
 )
-bfloat16 = DType(_K.float, 16, exponent_bits=8, significand_bits=7, name="bf16")
+bfloat16 = DType(_K.float, 16, exponent_bits=8, significand_bits=7, name="bfloat16")  # (DALI's str)
 bool = DType(_K.bool, 8, type_id=DALIDataType.BOOL, name="bool", numpy_dtype=np.bool_)  # noqa: A001
 DataType = DType(_K.enum, 32, type_id=DALIDataType.DATA_TYPE, name="DataType", numpy_dtype=np.int32)
 ImageType = DType(_K.enum, 32, type_id=DALIDataType.IMAGE_TYPE, name="ImageType", numpy_dtype=np.int32)

@@ -9,7 +9,18 @@ from __future__ import annotations
 import enum
 
 
-class DALIDataType(enum.IntEnum):
+class _DALIEnum(enum.IntEnum):
+    """An int enum that prints as ``Class.MEMBER``, as DALI's do (Python 3.11's IntEnum
+    prints the number)."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+class DALIDataType(_DALIEnum):
     """Type ids of tensor element types (values follow DALI's numbering)."""
 
     NO_TYPE = -1
@@ -33,7 +44,7 @@ class DALIDataType(enum.IntEnum):
     PYTHON_OBJECT = 24
 
 
-class DALIImageType(enum.IntEnum):
+class DALIImageType(_DALIEnum):
     """Colour spaces of decoded images."""
 
     RGB = 0
@@ -43,7 +54,7 @@ class DALIImageType(enum.IntEnum):
     ANY_DATA = 4
 
 
-class DALIInterpType(enum.IntEnum):
+class DALIInterpType(_DALIEnum):
     """Interpolation methods of geometric operators."""
 
     INTERP_NN = 0
