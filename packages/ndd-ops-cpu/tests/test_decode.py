@@ -145,6 +145,22 @@ def test_ycbcr_of_other_types_uses_full_precision(rng):
         np.testing.assert_array_equal(u8[~near_half], np.clip(np.floor(y8 + 0.5), 0, 255)[~near_half])
 
 
+def test_png_any_data_keeps_its_own_channels(rng):
+    """ANY_DATA of a palette PNG with transparency gives its RGB colours (DALI 2.4 leaves the
+    alpha out), of a grey PNG with alpha the grey and alpha channels; peek_image_shape says
+    the same."""
+    la = rng.integers(0, 256, (9, 11, 2), dtype=np.uint8)
+    pal = Image.fromarray(rng.integers(0, 256, (9, 11, 3), dtype=np.uint8)).quantize(16)
+    pal.info["transparency"] = 0
+    for img, want in ((Image.fromarray(la, "LA"), la), (pal, np.asarray(pal.convert("RGB")))):
+        buf = io.BytesIO()
+        img.save(buf, "PNG", **({"transparency": 0} if img.mode == "P" else {}))
+        data = np.frombuffer(buf.getvalue(), np.uint8)
+        got = as_np(ndd.decoders.image(data, output_type=types.ANY_DATA))
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(as_np(ndd.peek_image_shape(data, image_type=types.ANY_DATA)), want.shape)
+
+
 def test_corrupt_and_truncated_name_the_sample(photos):
     good = encode(photos[0], "JPEG")
     truncated = good[: good.size // 2]

@@ -208,6 +208,12 @@ def _decode_other(data: np.ndarray, out: DALIImageType, orient: bool) -> np.ndar
     c = img.shape[2]
     if c in (3, 4):  # OpenCV gives BGR(A)
         img = cv2.cvtColor(img, cv2.COLOR_BGRA2RGBA if c == 4 else cv2.COLOR_BGR2RGB)
+    if out == _ANY and c == 4:  # a PNG's own channels, as DALI: a palette without its alpha, grey with alpha
+        ct = png_color_type(data)
+        if ct == 3:
+            img = np.ascontiguousarray(img[..., :3])
+        elif ct == 4:
+            img = np.ascontiguousarray(img[..., ::3])
     if out == _ANY or (out == _GRAY and c == 1):
         return img
     rgb = np.repeat(img, 3, axis=2) if c == 1 else img[..., :3]
@@ -222,6 +228,12 @@ def ycbcr_unit(rgb: np.ndarray) -> np.ndarray:
     Cb and Cr about 1/2, as DALI's float output (within 6e-7)."""
     top = np.float32(1 / 65535 if rgb.dtype == np.uint16 else 1 / 255)
     return (rgb.astype(np.float32) * top) @ _YCBCR_MATRIX.T + _YCBCR_UNIT_OFFSET
+
+
+def png_color_type(data: Any) -> int | None:
+    """The colour type in a PNG's header (3: palette, 4: grey with alpha), None for other files."""
+    head = bytes(data[:26])
+    return head[25] if len(head) == 26 and head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR" else None
 
 
 def _u16_to_u8(x: np.ndarray) -> np.ndarray:
@@ -420,8 +432,8 @@ def random_words(ctx: KernelContext, n: int, attempts: int) -> np.ndarray:
 
 
 # Channels of the decoded image per Pillow mode, for output_type=ANY_DATA (what
-# decode_one keeps: OpenCV's IMREAD_UNCHANGED, which expands a palette to RGB or RGBA and
-# grey with alpha to BGRA).
+# decode_one keeps: OpenCV's IMREAD_UNCHANGED, which expands grey with alpha to BGRA, but
+# for a PNG's, and a palette to RGB).
 _MODE_CHANNELS = {"1": 1, "L": 1, "I": 1, "I;16": 1, "I;16B": 1, "I;16L": 1, "F": 1, "LA": 4, "La": 4,
                   "RGB": 3, "YCbCr": 3, "LAB": 3, "HSV": 3, "RGBA": 4, "RGBa": 4, "RGBX": 4, "CMYK": 4}
 
@@ -444,7 +456,9 @@ def _peek_one(data: np.ndarray, image_type: DALIImageType, orient: bool) -> tupl
                 w, h = im.size
                 if im.format == "TIFF":  # Pillow reports a TIFF's size already turned by its orientation
                     w, h = im.tag_v2.get(256, w), im.tag_v2.get(257, h)
-                stored = 4 if im.mode == "P" and "transparency" in im.info else _MODE_CHANNELS.get(im.mode, 3)
+                stored = _MODE_CHANNELS.get(im.mode, 3)
+                if im.format == "PNG" and im.mode in ("P", "LA"):  # (see _decode_other)
+                    stored = 3 if im.mode == "P" else 2
                 o = im.getexif().get(0x0112, 1) if orient else 1
     except Image.UnidentifiedImageError:
         raise DecodeError("not an image in a supported format") from None
