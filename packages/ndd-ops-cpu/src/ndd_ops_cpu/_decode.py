@@ -140,8 +140,8 @@ _EXIF = b"Exif\x00\x00"
 _SMALL_JPEG_BYTES = 4096  # mean encoded size under which a batch decodes on one thread
 
 
-def jpeg(data: np.ndarray, colorspace: str, fastdct: bool, where: Callable[[], str],
-         buffer: np.ndarray | None = None) -> Any:
+def _jpeg(data: np.ndarray, colorspace: str, fastdct: bool, where: Callable[[], str],
+          buffer: np.ndarray | None = None) -> Any:
     """libjpeg-turbo's decode. Data that libjpeg reports as corrupt but decodes anyway
     (bad bytes in a scan, a scan cut short before the end marker) is decoded as DALI
     does, with a warning naming the sample; a file that ends early still raises."""
@@ -159,17 +159,17 @@ def _decode_jpeg(data: np.ndarray, out: DALIImageType, fast_idct: bool, orient: 
     try:
         _, _, space, _ = simplejpeg.decode_jpeg_header(data)
         if space in ("CMYK", "YCCK"):
-            rgb = _cmyk_to_rgb(jpeg(data, "CMYK", fast_idct, where), _has_adobe_marker(data[:65536].tobytes()))
+            rgb = _cmyk_to_rgb(_jpeg(data, "CMYK", fast_idct, where), _has_adobe_marker(data[:65536].tobytes()))
             if out == _GRAY:  # DALI: the float32 weights' sum, truncated (exact on random CMYK)
                 img = (rgb.astype(np.float64) @ _GRAY_WEIGHTS).astype(np.uint8)
             else:
                 img = _from_rgb(rgb, out)
         elif out == _GRAY or (out == _ANY and space == "Gray"):
-            img = jpeg(data, "GRAY", fast_idct, where)
+            img = _jpeg(data, "GRAY", fast_idct, where)
         elif out == _BGR:
-            img = jpeg(data, "BGR", fast_idct, where)
+            img = _jpeg(data, "BGR", fast_idct, where)
         else:
-            img = _from_rgb(jpeg(data, "RGB", fast_idct, where), out)
+            img = _from_rgb(_jpeg(data, "RGB", fast_idct, where), out)
     except ValueError as e:
         raise DecodeError(f"corrupt or truncated JPEG data ({e})") from None
     if img.ndim == 2:
@@ -209,7 +209,7 @@ def _decode_other(data: np.ndarray, out: DALIImageType, orient: bool) -> np.ndar
     if c in (3, 4):  # OpenCV gives BGR(A)
         img = cv2.cvtColor(img, cv2.COLOR_BGRA2RGBA if c == 4 else cv2.COLOR_BGR2RGB)
     if out == _ANY and c == 4:  # a PNG's own channels, as DALI: a palette without its alpha, grey with alpha
-        ct = png_color_type(data)
+        ct = _png_color_type(data)
         if ct == 3:
             img = np.ascontiguousarray(img[..., :3])
         elif ct == 4:
@@ -223,14 +223,14 @@ def _decode_other(data: np.ndarray, out: DALIImageType, orient: bool) -> np.ndar
     return _from_rgb(rgb, out)
 
 
-def ycbcr_unit(rgb: np.ndarray) -> np.ndarray:
+def _ycbcr_unit(rgb: np.ndarray) -> np.ndarray:
     """YCbCr in [0, 1] (float32) of uint8 or uint16 RGB at its full precision: Y from 16/256,
     Cb and Cr about 1/2, as DALI's float output (within 6e-7)."""
     top = np.float32(1 / 65535 if rgb.dtype == np.uint16 else 1 / 255)
     return (rgb.astype(np.float32) * top) @ _YCBCR_MATRIX.T + _YCBCR_UNIT_OFFSET
 
 
-def png_color_type(data: Any) -> int | None:
+def _png_color_type(data: Any) -> int | None:
     """The colour type in a PNG's header (3: palette, 4: grey with alpha), None for other files."""
     head = bytes(data[:26])
     return head[25] if len(head) == 26 and head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR" else None
@@ -291,7 +291,7 @@ def _decode_batch(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs,
         if post is not None:
             img = post(i, img)
         if unit_ycbcr:
-            y = ycbcr_unit(img)
+            y = _ycbcr_unit(img)
             return y if dt == np.float32 else cast_to(y * np.float32(np.iinfo(dt).max), dt)
         return _to_dtype(img, dt)
 
@@ -357,7 +357,7 @@ def _decode_dense(ctx: KernelContext, bd: BatchData, args: KernelArgs) -> np.nda
                     decode(data[i], space, fast, buffer=dense[i])
             except ValueError:
                 try:  # the general path's handling of corrupt data (rare: no cost to the loop above)
-                    jpeg(data[i], space, fast, lambda i=i: f"{bd.describe(i)} in `{ctx.op}`", buffer=dense[i])
+                    _jpeg(data[i], space, fast, lambda i=i: f"{bd.describe(i)} in `{ctx.op}`", buffer=dense[i])
                 except ValueError as e:
                     raise ValueError(f"Operator `{ctx.op}`: cannot decode {bd.describe(i)}: corrupt or truncated "
                                      f"JPEG data ({e})") from None
@@ -432,8 +432,8 @@ def random_words(ctx: KernelContext, n: int, attempts: int) -> np.ndarray:
 
 
 # Channels of the decoded image per Pillow mode, for output_type=ANY_DATA (what
-# decode_one keeps: OpenCV's IMREAD_UNCHANGED, which expands grey with alpha to BGRA, but
-# for a PNG's, and a palette to RGB).
+# decode_one keeps: OpenCV's IMREAD_UNCHANGED, which expands grey with alpha to BGRA and a
+# palette to RGB, or RGBA with transparency; a PNG keeps its own channels instead).
 _MODE_CHANNELS = {"1": 1, "L": 1, "I": 1, "I;16": 1, "I;16B": 1, "I;16L": 1, "F": 1, "LA": 4, "La": 4,
                   "RGB": 3, "YCbCr": 3, "LAB": 3, "HSV": 3, "RGBA": 4, "RGBa": 4, "RGBX": 4, "CMYK": 4}
 
@@ -457,8 +457,10 @@ def _peek_one(data: np.ndarray, image_type: DALIImageType, orient: bool) -> tupl
                 if im.format == "TIFF":  # Pillow reports a TIFF's size already turned by its orientation
                     w, h = im.tag_v2.get(256, w), im.tag_v2.get(257, h)
                 stored = _MODE_CHANNELS.get(im.mode, 3)
-                if im.format == "PNG" and im.mode in ("P", "LA"):  # (see _decode_other)
-                    stored = 3 if im.mode == "P" else 2
+                if im.format == "PNG" and im.mode == "LA":  # a PNG keeps its own channels (_decode_other)
+                    stored = 2
+                elif im.format != "PNG" and im.mode == "P" and "transparency" in im.info:
+                    stored = 4
                 o = im.getexif().get(0x0112, 1) if orient else 1
     except Image.UnidentifiedImageError:
         raise DecodeError("not an image in a supported format") from None
