@@ -424,9 +424,10 @@ FLIP = OpSchema(
     args={
         "horizontal": Arg(INT, 1, per_sample=True, doc="flip along W"),
         "vertical": Arg(INT, 0, per_sample=True, doc="flip along H"),
-        "depthwise": Arg(INT, 0, per_sample=True, doc="flip along D"),
+        "depthwise": Arg(INT, 0, per_sample=True, doc="flip along D (ignored without a D axis, as DALI)"),
     },
-    infer=lambda inputs, args: [OutMeta(inputs[0].dtype, inputs[0].ndim, _image_layout(inputs[0]))], provided_by=_PKG, doc="Flip images horizontally and/or vertically (any layout with H and W).",
+    infer=lambda inputs, args: [OutMeta(inputs[0].dtype, inputs[0].ndim, _image_layout(inputs[0]))],
+    provided_by=_PKG, doc="Flip images horizontally and/or vertically (any layout with H and W).",
 )
 
 
