@@ -151,8 +151,9 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     For attempt ``a`` of a sample the four words give: the area fraction
     (uniform in ``random_area``), the log aspect ratio (uniform in
     log ``random_aspect_ratio``), then the x and y anchors (uniform integers).
-    The first attempt whose window fits the image wins; if none fits, the
-    largest centred window with an aspect ratio in range is used.
+    The first attempt whose window, rounded to whole pixels, fits the image and keeps
+    its aspect ratio in range wins; if none does, the whole image cut to the nearest
+    allowed aspect ratio, at a random place (the first attempt's anchor words), as DALI.
     """
     amin, amax = args["random_area"]
     rmin, rmax = args["random_aspect_ratio"]
@@ -162,7 +163,9 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     ratio = np.exp(uniform(words[..., 1], math.log(rmin), math.log(rmax)).astype(np.float64))
     ws = np.floor(np.sqrt(area * ratio) + 0.5).astype(np.int64)
     hs = np.floor(np.sqrt(area / ratio) + 0.5).astype(np.int64)
-    ok = (ws > 0) & (hs > 0) & (ws <= W) & (hs <= H)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = ws / hs  # after rounding, as DALI checks it (about 1% of windows fell outside)
+    ok = (ws > 0) & (hs > 0) & (ws <= W) & (hs <= H) & (r >= rmin) & (r <= rmax)
     rows = np.arange(len(hw))
     first = ok.argmax(axis=1)
     found = ok[rows, first]
@@ -180,9 +183,11 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
             fh = Wi / rmin
         elif Wi / Hi > rmax:
             fw = Hi * rmax
-        # as DALI: the window's size and its centring offset from the unrounded size, both
-        # truncated (37 rows at ratio 3 of 53 columns: 17 rows from row 9)
-        out.append(((int((Hi - fh) / 2), int((Wi - fw) / 2)), (max(1, int(fh)), max(1, int(fw)))))
+        # as DALI: the size truncated (37 rows at ratio 3 of 53 columns: 17 rows), the place
+        # uniform (DALI 2.4 does not centre it)
+        hh, ww = max(1, int(fh)), max(1, int(fw))
+        x, y = (int(v) for v in bounded_int(words[i, 0, 2:4], np.array([Wi - ww + 1, Hi - hh + 1])))
+        out.append(((y, x), (hh, ww)))
     return out
 
 

@@ -153,7 +153,7 @@ _OOB = {
 
 _RANDOM_CROP_ARGS = {
     "random_area": Arg(FLOATS, (0.08, 1.0), doc="range of the window area as a fraction of the image area"),
-    "random_aspect_ratio": Arg(FLOATS, (0.75, 1.333333), doc="range of the window aspect ratio (w / h), drawn log-uniformly"),
+    "random_aspect_ratio": Arg(FLOATS, (0.75, 4 / 3), doc="range of the window aspect ratio (w / h), drawn log-uniformly"),
     "num_attempts": Arg(INT, 10, doc="tries before falling back to a centre crop"),
 }
 
