@@ -193,3 +193,30 @@ def test_dense_and_per_sample_paths_agree(op, arg, value):
     ragged = op(batch_size=6, shape=[5], rng=ndd.random.RNG(8), **{arg: per_sample_value})
     assert dense._batch_data().dense is not None
     np.testing.assert_array_equal(np.stack(as_np(dense)), np.stack(as_np(ragged)))
+
+
+def test_per_sample_values_a_and_p_are_each_sample_s():
+    """Per-sample ``values`` (uniform), ``a`` and ``p`` (choice) hold for their own sample
+    (the whole-batch shortcut took sample 0's for every sample)."""
+    u = ndd.random.uniform(values=ndd.batch([np.array([1, 2], np.float32), np.array([7, 8], np.float32)]),
+                           shape=[200], rng=ndd.random.RNG(3))
+    assert set(np.asarray(u.tensors[0]).tolist()) == {1, 2} and set(np.asarray(u.tensors[1]).tolist()) == {7, 8}
+    c = ndd.random.choice(ndd.batch([np.int32(2), np.int32(100)]), shape=[1000], rng=ndd.random.RNG(2))
+    assert np.asarray(c.tensors[0]).max() == 1 and np.asarray(c.tensors[1]).max() > 90
+    p = ndd.batch([np.array([1, 0, 0], np.float32), np.array([0, 0, 1], np.float32)])
+    c = ndd.random.choice(ndd.batch([np.int32(3), np.int32(3)]), p=p, shape=[50], rng=ndd.random.RNG(2))
+    assert set(np.asarray(c.tensors[0]).tolist()) == {0} and set(np.asarray(c.tensors[1]).tolist()) == {2}
+
+
+def test_uniform_integer_conversions_as_dali():
+    """As DALI 2.4: ``values`` convert rounded and saturated (1.6 -> 2, 300 -> 255 in uint8);
+    a ``range`` is first truncated to the integer type ([0.7, 2.7] is [0, 2]: 0, 1, 2 a
+    quarter, a half, a quarter); a float range never gives its upper end, however narrow."""
+    v = np.asarray(ndd.random.uniform(values=[1.6, 300, -3], dtype=ndd.uint8, shape=[200], rng=ndd.random.RNG(1)))
+    assert set(v.tolist()) == {2, 255, 0}
+    x = np.asarray(ndd.random.uniform(range=[0.7, 2.7], dtype=ndd.int32, shape=[100_000], rng=ndd.random.RNG(1)))
+    freq = [np.mean(x == k) for k in (0, 1, 2)]
+    np.testing.assert_allclose(freq, [0.25, 0.5, 0.25], atol=0.01)  # SE 0.0016
+    hi = np.nextafter(np.float32(100), np.float32(200))
+    f = np.asarray(ndd.random.uniform(range=[100.0, float(hi)], shape=[10_000], rng=ndd.random.RNG(2)))
+    assert f.max() < hi and f.min() == 100.0

@@ -64,12 +64,13 @@ def _infer(default: _dtype.DType, like: int | None):
 
 
 def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, words_per_value: int,
-          make, uniform_args: tuple[str, ...] = ()) -> Any:
+          make, uniform_args: tuple[str, ...] = (), batch_whole: bool = True) -> Any:
     """Split one draw of words into per-sample arrays and convert them with ``make``.
 
-    When every sample has the same shape and the arguments named in ``uniform_args``
-    are constants, ``make(0, all_words)`` converts the whole batch at once (elementwise
-    transforms give the same values either way) and the result is one dense array.
+    When every sample has the same shape, the arguments named in ``uniform_args`` are
+    constants and ``batch_whole`` (the inputs ``make`` reads are the same for every sample),
+    ``make(0, all_words)`` converts the whole batch at once (elementwise transforms give the
+    same values either way) and the result is one dense array.
     """
     n = ctx.batch_size
     if args.is_per_sample("shape") or (like is not None and like < len(inputs) and inputs[like] is not None):
@@ -82,7 +83,7 @@ def _fill(ctx: KernelContext, inputs: list, args: KernelArgs, like: int | None, 
         sizes = [math.prod(shapes[0])] * n if n else []
     sub = RNG.from_words(ctx.random_state)
     words = sub.draw_words(sum(sizes) * words_per_value)
-    if n and all(s == shapes[0] for s in shapes) and not any(args.is_per_sample(a) for a in uniform_args):
+    if n and batch_whole and all(s == shapes[0] for s in shapes) and not any(args.is_per_sample(a) for a in uniform_args):
         vals = np.asarray(make(0, words))
         return vals.reshape((n,) + shapes[0] + vals.shape[1:])  # (a value may be a row: choice)
     out, start = [], 0
@@ -101,12 +102,14 @@ def _uniform(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
             vals = np.asarray(args.sample("values", i), np.float32).reshape(-1)
             if vals.size == 0:
                 raise ValueError(f"Operator `{ctx.op}`: argument 'values' is empty for sample {i}")
-            return vals[_philox.bounded_int(w, vals.size)].astype(npd)
+            return saturate_cast(vals[_philox.bounded_int(w, vals.size)], npd)  # rounded, as DALI
 
-        return _fill(ctx, inputs, args, 0, 1, pick)
+        return _fill(ctx, inputs, args, 0, 1, pick, ("values",))
 
     def uni(i, w):  # integer types: the float value rounded and saturated, as DALI converts it
         lo, hi = (float(v) for v in np.asarray(args.sample("range", i), np.float32).reshape(-1))
+        if npd.kind in "iu":  # the bounds in the integer type first (truncated; saturated, where DALI wraps)
+            lo, hi = (float(saturate_cast(np.array(math.trunc(v), np.float64), npd)) for v in (lo, hi))
         return saturate_cast(_philox.uniform(w, np.float32(lo), np.float32(hi)), npd)
 
     return _fill(ctx, inputs, args, 0, 1, uni, ("range",))
@@ -177,7 +180,9 @@ def _choice(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
         idx = np.searchsorted(cdf, _philox.to_unit_float32(w).astype(np.float64), side="right")
         return vals[np.minimum(idx, len(vals) - 1)]
 
-    return _fill(ctx, inputs, args, 1, 1, pick)
+    # one conversion for the whole batch only when every sample chooses from the same `a`
+    same_a = a.dense is not None and len(a) > 0 and bool(np.all(a.dense == a.dense[:1]))
+    return _fill(ctx, inputs, args, 1, 1, pick, ("p",), batch_whole=same_a or len(a) <= 1)
 
 
 def _choice_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:

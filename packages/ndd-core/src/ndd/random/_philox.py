@@ -286,13 +286,14 @@ def uniform(words: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike) -> np.nd
     float32 operation rounded to nearest (subtract, multiply, add; no fused
     multiply-add), so a GPU kernel reproduces it bit-exactly with
     ``__fadd_rn(lo, __fmul_rn(__fsub_rn(hi, lo), u))``.  The result lies in
-    ``[lo, hi)`` except that rounding of the final add may yield exactly ``hi``.
-    Arguments broadcast.
+    ``[lo, hi)``: where rounding of the final add gives exactly ``hi`` (a narrow range),
+    the float below it is taken, as DALI never gives ``hi``. Arguments broadcast.
     """
     u = to_unit_float32(words)
     lo32 = np.asarray(lo, dtype=np.float32)
     hi32 = np.asarray(hi, dtype=np.float32)
-    return lo32 + (hi32 - lo32) * u
+    x = lo32 + (hi32 - lo32) * u
+    return np.where((x >= hi32) & (hi32 > lo32), np.nextafter(hi32, lo32), x)
 
 
 def normal(words_a: npt.ArrayLike, words_b: npt.ArrayLike) -> np.ndarray:
