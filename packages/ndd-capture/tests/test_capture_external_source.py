@@ -331,3 +331,26 @@ def test_a_feeder_that_raises_on_the_traced_step_and_then_gives_items():
         return seen
 
     assert run(True) == run(False) == ["ran out", 100, 101, 102, 103]
+
+
+def test_sources_that_change_type_layout_or_dimensions():
+    """A root item of another type, layout or number of dimensions than the traced one runs
+    its step as in eager mode (its results carry its own metadata; they had the traced
+    step's: flip of float data said int32); a feeder that changes raises, naming where it
+    is read (DALI raises for both)."""
+    z = np.zeros((2, 3, 1), np.int32) + np.arange(3, dtype=np.int32)[None, :, None]
+    items = [ndd.batch([z] * 2, layout="HWC"), ndd.batch([z.astype(np.float32) + 0.5] * 2, layout="HWC"),
+             ndd.batch([z] * 2, layout="WHC"), ndd.batch([z[None]] * 2, layout="FHWC"), ndd.batch([z] * 2, layout="HWC")]
+    got = []
+    for x in ndd.ExternalSource(items).captured(batch_size=2):
+        y = ndd.flip(x, horizontal=1)
+        got.append((y.dtype, y.layout, np.asarray(y.tensors[0])))
+    eager = [ndd.flip(b, horizontal=1) for b in items]
+    assert [(d, lay) for d, lay, _ in got] == [(e.dtype, e.layout) for e in eager]
+    for (_, _, a), e in zip(got, eager):
+        np.testing.assert_array_equal(a, np.asarray(e.tensors[0]))
+    assert ndd.capture.report().eager_steps == 3
+    feeder = ndd.ExternalSource([ndd.batch([z] * 2)] * 2 + [ndd.batch([z.astype(np.float32)] * 2)] * 2)
+    with pytest.raises(RuntimeError, match=r"ExternalSource read at .*gave f32 data.*traced step had i32"):
+        for x in ndd.ExternalSource([ndd.batch([z] * 2)] * 4).captured(batch_size=2):
+            ndd.flip(x + feeder(), horizontal=1)

@@ -237,6 +237,10 @@ def _meta(b: Batch) -> OutMeta:
     return OutMeta(b.dtype, b.ndim, b.layout)
 
 
+def _describe(m: OutMeta) -> str:
+    return f"{m.dtype} data of {m.ndim} dimension(s), layout {m.layout!r}"
+
+
 class Node:
     """One captured call: its op, where it was called and how to rebuild its arguments."""
 
@@ -728,6 +732,9 @@ class CaptureLoop:
         extra, outs = item
         src, _ = _flatten(outs)
         vals: dict[int, list[BatchData]] = {0: [b._batch_data() for b in src]}
+        # A root whose items changed type, dimensions or layout since the traced step: the
+        # captured calls would be wrong for them, so the body runs this step as in eager mode
+        changed = self.source_meta is not None and [_meta(b) for b in src] != self.source_meta
         if self.feeders:
             raws = {id(es): raw for es, raw in extra[2]}
             ran_out = False
@@ -737,11 +744,20 @@ class CaptureLoop:
                     continue
                 flat, _ = _flatten(es._convert(raws[id(es)], self.batch_size))
                 nid = self.feeder_ids[id(es)]
+                metas = [_meta(b) for b in flat]
                 if nid not in self.feeder_meta:  # (its read on the traced step raised StopIteration)
-                    self.feeder_meta[nid] = [_meta(b) for b in flat]
+                    self.feeder_meta[nid] = metas
+                elif metas != self.feeder_meta[nid]:
+                    raise RuntimeError(
+                        f"The ExternalSource read at {self.feeder_sites.get(nid, '?')} gave "
+                        f"{', '.join(map(_describe, metas))} where the traced step had "
+                        f"{', '.join(map(_describe, self.feeder_meta[nid]))}: a capture-mode loop's sources must "
+                        "keep their type, number of dimensions and layout")
                 vals[nid] = [b._batch_data() for b in flat]
             if ran_out:
                 return EagerStep(extra, outs, vals)
+        if changed:
+            return EagerStep(extra, outs, vals)
         try:
             self._run_nodes(self.nodes, vals, k)
         except Exception:  # noqa: BLE001 - the body's eager call raises it, if the body makes that call
@@ -1442,6 +1458,8 @@ def _es_steps(es: Any, loop: CaptureLoop) -> Iterator:
             tracing = loop.step < 0
             loop.tracing = tracing
             src, rebuild = _flatten(outs)
+            if tracing:
+                loop.source_meta = [_meta(b) for b in src]
             loop.begin_step(sys._getframe(1))
             loop.current = vals or {}
             if loop.eager_only:
