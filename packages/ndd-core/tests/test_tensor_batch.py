@@ -29,6 +29,12 @@ def test_python_inference_rules():
     assert ndd.tensor([np.arange(2, dtype=np.int64)]).dtype == ndd.int32
     assert ndd.tensor([np.float32(1.5), 2.5]).dtype == ndd.float32
     np.testing.assert_array_equal(np.asarray(ndd.tensor([u8, u8 + 1])), [u8, u8 + 1])
+    # buffer-protocol objects are their bytes or items, as in DALI
+    import array
+
+    assert np.asarray(ndd.tensor(bytearray(b"ab"))).tolist() == [97, 98]
+    assert ndd.as_tensor(memoryview(np.arange(3, dtype=np.float32))).dtype == ndd.float32
+    assert np.asarray(ndd.tensor(array.array("h", [1, -2]))).tolist() == [1, -2]
 
 
 def test_tensor_copies_as_tensor_wraps():

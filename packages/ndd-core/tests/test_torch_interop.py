@@ -81,3 +81,17 @@ def test_torch_tensors_as_arguments():
     np.testing.assert_array_equal(np.asarray(ndd.pad(x, fill_value=torch.tensor(7.0), shape=torch.tensor([3, 3, 5]))),
                                   np.asarray(ndd.pad(x, fill_value=7.0, shape=[3, 3, 5])))
     assert ndd.reshape(x, shape=torch.tensor([4, 6])).shape == (4, 6)
+
+
+def test_read_only_data_and_subscripts_hand_off_as_dali():
+    """Read-only data (np.frombuffer of a file's bytes) gives torch a copy instead of raising,
+    as DALI; a subscript's result is contiguous, so .torch().view() works (it was a strided
+    view)."""
+    t = ndd.as_tensor(np.frombuffer(b"abcd", np.uint8))
+    assert t.torch().tolist() == [97, 98, 99, 100]
+    x = ndd.as_tensor(np.arange(12).reshape(3, 4))
+    sub = x[:, 1:3]
+    assert np.asarray(sub).flags.c_contiguous
+    assert sub.torch().view(-1).tolist() == [1, 2, 5, 6, 9, 10]
+    b = ndd.as_batch(np.arange(24).reshape(2, 3, 4))
+    assert b.slice[:, 1:3].torch().view(2, -1).tolist() == [[1, 2, 5, 6, 9, 10], [13, 14, 17, 18, 21, 22]]

@@ -127,17 +127,18 @@ def _resolve(v: Any, extras: list[BatchData], i: int) -> Any:
 def _subscript_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd, extras = inputs[0], inputs[1:]
     comps = args["index"]
+    # results are contiguous copies, as DALI's (a strided view broke .torch().view())
     if not ctx.is_batch:
         s = bd.sample(0)
-        return s[tuple(_to_index(c, extras, 0) for c in _expand(comps, s.ndim))][None]
+        return np.ascontiguousarray(s[tuple(_to_index(c, extras, 0) for c in _expand(comps, s.ndim))][None])
     if not extras and bd.dense is not None:
         full = _expand(comps, bd.dense.ndim - 1)
         idx = tuple(_to_index(c, extras, 0) for c in full)
-        return bd.dense[(slice(None),) + idx]
+        return np.ascontiguousarray(bd.dense[(slice(None),) + idx])
     out = []
     for i, s in enumerate(bd.samples):
         full = _expand(comps, s.ndim)
-        out.append(s[tuple(_to_index(c, extras, i) for c in full)])
+        out.append(np.ascontiguousarray(s[tuple(_to_index(c, extras, i) for c in full)]))
     return out
 
 

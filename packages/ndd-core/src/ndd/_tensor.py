@@ -139,14 +139,11 @@ class Tensor:
         if self._device.device_type != "cpu":
             t = _convert.gpu_backend().to_torch(a)
             return t.clone() if copy else t
-        if copy or (isinstance(a, np.ndarray) and any(st < 0 for st in a.strides)):
+        # torch cannot share read-only memory (np.frombuffer of a file's bytes): a copy, as
+        # DALI's tensor of read-only data is one
+        if copy or (isinstance(a, np.ndarray) and (any(st < 0 for st in a.strides) or not a.flags.writeable)):
             return torch.from_numpy(np.array(a))
         if isinstance(a, np.ndarray):
-            if not a.flags.writeable:
-                raise ValueError(
-                    "This tensor wraps read-only memory; torch() cannot share it. "
-                    "Call torch(copy=True)."
-                )
             return torch.from_numpy(a) if a.dtype != np.bool_ else torch.from_dlpack(a)
         return torch.from_dlpack(a)
 

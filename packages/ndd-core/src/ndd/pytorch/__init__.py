@@ -15,6 +15,7 @@ __all__ = ["nodes"]
 def __getattr__(name: str) -> Any:
     if name == "nodes":
         if importlib.util.find_spec("torchdata") is None:
-            raise ImportError("ndd.pytorch.nodes needs torchdata: pip install torchdata")
+            # an AttributeError, as in DALI without torchdata, so that hasattr() says False
+            raise AttributeError("ndd.pytorch.nodes needs torchdata: pip install torchdata")
         return importlib.import_module(f"{__name__}.nodes")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

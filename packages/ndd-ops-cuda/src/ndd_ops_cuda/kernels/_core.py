@@ -295,11 +295,12 @@ def _index(x: torch.Tensor, comps: tuple, extras: list[BatchData], i: int, lead:
 def subscript_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd, extras = inputs[0], inputs[1:]
     comps = args["index"]
+    # contiguous results, as the CPU kernel's (and DALI's)
     if not ctx.is_batch:
-        return _index(bd.sample(0), comps, extras, 0, 0)[None]
+        return _index(bd.sample(0), comps, extras, 0, 0)[None].contiguous()
     if not extras and bd.dense is not None:
-        return _index(bd.dense, comps, extras, 0, 1)
-    return [_index(s, comps, extras, i, 0) for i, s in enumerate(bd.samples)]
+        return _index(bd.dense, comps, extras, 0, 1).contiguous()
+    return [_index(s, comps, extras, i, 0).contiguous() for i, s in enumerate(bd.samples)]
 
 
 def transpose_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
