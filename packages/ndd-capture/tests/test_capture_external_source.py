@@ -354,3 +354,24 @@ def test_sources_that_change_type_layout_or_dimensions():
     with pytest.raises(RuntimeError, match=r"ExternalSource read at .*gave f32 data.*traced step had i32"):
         for x in ndd.ExternalSource([ndd.batch([z] * 2)] * 4).captured(batch_size=2):
             ndd.flip(x + feeder(), horizontal=1)
+
+
+def test_captured_again_inside_its_own_step_raises():
+    """A second .captured() of a root whose loop is in a step (from its body, or beside a
+    loop driven with next()) is an error, as in DALI (it failed inside ndd before); after
+    leaving the loop with break it starts anew."""
+    items = [ndd.batch([np.full((2, 3, 1), i, np.int32)] * 2, layout="HWC") for i in range(4)]
+    es = ndd.ExternalSource(items)
+    g1 = es.captured(batch_size=2)
+    ndd.flip(next(g1), horizontal=1)
+    with pytest.raises(RuntimeError, match="already used through .captured"):
+        next(es.captured(batch_size=2))
+    g1.close()
+    es = ndd.ExternalSource(items)
+    it = es.captured(batch_size=2)
+    for x in it:
+        ndd.flip(x, horizontal=1)
+        with pytest.raises(RuntimeError, match="already used through .captured"):
+            es.captured(batch_size=2)
+        break
+    assert len([ndd.flip(x, horizontal=1) for x in es.captured(batch_size=2)]) == 3

@@ -1401,7 +1401,10 @@ def external_source_epoch(es: Any, batch_size: int, ctx: Any, strict: bool) -> I
     if es._owner is not None and es._role != ROOT:
         raise RuntimeError("Already bound to a different capture context.")
     loop = getattr(es, "_capture_loop", None)
-    if loop is not None and loop.in_step and not _in_body(loop):
+    if loop is not None and loop.in_step:
+        if _in_body(loop):  # (from the body of its own loop, or where that loop is driven)
+            raise RuntimeError("Instance already used through .captured() method: its capture-mode loop "
+                               "is in a step")
         # the last loop was left with its iterator still referenced (not closed): as a break
         loop.iterator = None
         _leave_es_loop(es, loop, finished=False)
