@@ -220,3 +220,15 @@ def test_uniform_integer_conversions_as_dali():
     hi = np.nextafter(np.float32(100), np.float32(200))
     f = np.asarray(ndd.random.uniform(range=[100.0, float(hi)], shape=[10_000], rng=ndd.random.RNG(2)))
     assert f.max() < hi and f.min() == 100.0
+
+
+def test_choice_of_a_large_count_and_p_tolerance():
+    """``a`` up to 2**32 draws without listing the values (it raised MemoryError for 2**32);
+    ``p`` may miss a sum of 1 by less than 1e-4 (DALI's tolerance)."""
+    big = np.asarray(ndd.random.choice(ndd.tensor(np.int64(2**32)), shape=[1000], rng=ndd.random.RNG(1)))
+    assert big.dtype == np.int64 and big.min() >= 0 and big.max() < 2**32 and big.max() > 2**31
+    few = np.asarray(ndd.random.choice(3, p=[0.5, 0.25, 0.25005], shape=[2000], rng=ndd.random.RNG(2)))
+    assert set(few.tolist()) == {0, 1, 2}
+    with pytest.raises(ValueError) as info:
+        np.asarray(ndd.random.choice(3, p=[0.5, 0.25, 0.2502], shape=[2], rng=ndd.random.RNG(2)))
+    assert "'p' must be 3 non-negative probabilities" in str(info.value.__cause__ or info.value)

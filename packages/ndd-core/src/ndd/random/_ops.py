@@ -164,14 +164,20 @@ def _choice(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs):
 
     def pick(i, w):  # a tensor input: its entries along the first axis (rows of a matrix), as DALI
         src = a.sample(i)
+        p = args.sample("p", i)
+        if src.ndim == 0 and p is None:  # 0..a-1, without making them
+            if not 1 <= int(src) <= 2**32:  # (one 32-bit word per value)
+                raise ValueError(f"Operator `{ctx.op}`: input 'a' must be from 1 to 2**32 values to choose "
+                                 f"from, got {int(src)} (sample {i})")
+            return _philox.bounded_int(w, int(src)).astype(src.dtype)
         vals = np.arange(int(src), dtype=src.dtype) if src.ndim == 0 else src
         if len(vals) == 0:
             raise ValueError(f"Operator `{ctx.op}`: input 'a' has no elements to choose from (sample {i})")
-        p = args.sample("p", i)
         if p is None:
             return vals[_philox.bounded_int(w, len(vals))]
         p = np.asarray(p, np.float64).reshape(-1)
-        if p.size != len(vals) or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-5):
+        # (DALI's tolerance on the sum)
+        if p.size != len(vals) or np.any(p < 0) or not abs(p.sum() - 1.0) < 1e-4:
             raise ValueError(
                 f"Operator `{ctx.op}`: argument 'p' must be {len(vals)} non-negative probabilities "
                 f"summing to 1 (sample {i})"
