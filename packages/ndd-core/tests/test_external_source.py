@@ -166,3 +166,13 @@ def test_numpy_scalars_and_narrow_int_types_are_one_sample():
     for dt in (ndd.uint8, ndd.int8, ndd.int16, ndd.uint16):
         t = ndd.ExternalSource(lambda: 5, dtype=dt)()
         assert t.dtype == dt and np.asarray(t).item() == 5 and np.asarray(ndd.tensor(100, dtype=dt)).ndim == 0
+
+
+def test_num_outputs_takes_numpy_integers():
+    """num_outputs as a NumPy integer (or True, as 1) works, as in DALI; 0, -1 or 1.5 do not."""
+    pair = ndd.ExternalSource(lambda: (np.zeros(2), np.ones(2)), num_outputs=np.int64(2))()
+    assert isinstance(pair, tuple) and len(pair) == 2
+    assert ndd.ExternalSource(lambda: np.zeros(3), num_outputs=True)().shape == (3,)
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="num_outputs must be a positive integer"):
+            ndd.ExternalSource(lambda: np.zeros(3), num_outputs=bad)

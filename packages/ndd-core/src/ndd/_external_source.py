@@ -95,8 +95,9 @@ class ExternalSource:
         layout: str | Sequence[str | None] | None = None,
         dtype: Any = None,
     ) -> None:
-        if not isinstance(num_outputs, int) or isinstance(num_outputs, bool) or num_outputs <= 0:
+        if not isinstance(num_outputs, (int, np.integer)) or num_outputs <= 0:  # (True is 1, as DALI)
             raise ValueError(f"num_outputs must be a positive integer, got {num_outputs!r}")
+        num_outputs = int(num_outputs)
         self._cycle = _cycle_mode(cycle)
         self._factory: Callable[[], Any] | None = None
         if inspect.isgenerator(source) and self._cycle != "no":
