@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import enum
 from typing import Any
 
@@ -94,7 +95,7 @@ def to_array(data: Any) -> tuple[Any, Device, _dtype.DType | None, bool]:
         return _from_gpu(data)
     if hasattr(data, "__array__"):
         return np.asarray(data), CPU, None, True
-    if isinstance(data, (bytearray, memoryview)) or hasattr(data, "buffer_info"):  # array.array too, as DALI
+    if isinstance(data, (bytearray, memoryview, array.array)):  # their items, as DALI
         return np.asarray(memoryview(data)), CPU, None, True
     raise TypeError(f"Cannot convert an object of type {type(data).__name__} to a tensor")
 

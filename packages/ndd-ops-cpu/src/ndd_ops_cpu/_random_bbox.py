@@ -35,9 +35,9 @@ Draw pattern: ``RNG.from_words(ctx.random_state)`` gives 7 words per sample, the
 that sample's own generator. A sample's generator gives blocks of rounds: first one
 word per round (the choice), then ``2 * ndim`` words per attempt (the side scales, then
 the anchor fractions). The random order of fixed-ratio sides takes the low 8 bits of
-the side-scale words, which the scales themselves leave unused. The first block holds 64 attempts (at least one round); each
-next block twice as many, up to 4096. The layout does not depend on
-``total_num_attempts``.
+the side-scale words, which the scales themselves leave unused. The first block holds
+64 attempts (at least one round); each next block twice as many, up to 4096. The layout
+does not depend on ``total_num_attempts``.
 
 DALI loops forever when no window can meet the constraints and ``total_num_attempts``
 is -1; this raises an error after 1,000,000 attempts instead.

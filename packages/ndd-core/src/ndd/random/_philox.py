@@ -285,9 +285,10 @@ def uniform(words: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike) -> np.nd
     ``lo`` and ``hi`` are cast to float32 and every operation is a single
     float32 operation rounded to nearest (subtract, multiply, add; no fused
     multiply-add), so a GPU kernel reproduces it bit-exactly with
-    ``__fadd_rn(lo, __fmul_rn(__fsub_rn(hi, lo), u))``.  The result lies in
-    ``[lo, hi)``: where rounding of the final add gives exactly ``hi`` (a narrow range),
-    the float below it is taken, as DALI never gives ``hi``. Arguments broadcast.
+    ``__fadd_rn(lo, __fmul_rn(__fsub_rn(hi, lo), u))`` and the same clamp: the result
+    lies in ``[lo, hi)``, and where rounding of the final add gives exactly ``hi`` (a
+    narrow range) the float below it is taken, as DALI never gives ``hi``. Arguments
+    broadcast.
     """
     u = to_unit_float32(words)
     lo32 = np.asarray(lo, dtype=np.float32)
