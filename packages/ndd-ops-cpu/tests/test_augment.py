@@ -112,6 +112,8 @@ def test_grid_mask_hand_cases() -> None:
     np.testing.assert_array_equal(mask(tile=4, shift_x=1.0), ~black)
     # defaults: tile 100, ratio 0.5: the whole 8x8 corner is inside the first square
     assert not mask().any()
+    assert ndd.grid_mask(ndd.as_tensor(x)).layout is None  # as DALI: no layout stays none
+    assert ndd.grid_mask(ndd.as_tensor(x, layout="HWC")).layout == "HWC"
     assert mask(tile=4, ratio=0.0).all() and not mask(tile=4, ratio=1.0).any()
 
 
@@ -138,7 +140,7 @@ def test_grid_mask_against_reference(rng, dtype) -> None:
 def test_grid_mask_batch_per_sample_args(rng) -> None:
     xs = [rng.integers(1, 256, (h, w, 3), dtype=np.uint8) for h, w in [(20, 30), (31, 7), (40, 40)]]
     tiles, angles = [5, 8, 13], [0.0, 0.3, -1.2]
-    out = ndd.grid_mask(ndd.batch(xs, layout="HWC"), tile=ndd.batch(np.int32(tiles)), ratio=0.4,
+    out = ndd.grid_mask(ndd.batch(xs, layout="HWC"), tile=ndd.batch(np.int32(tiles)[:, None]), ratio=0.4,
                         angle=ndd.batch(np.float32(angles)), shift_x=2.5)
     for x, y, t, a in zip(xs, as_np(out), tiles, angles):
         keep, near = grid_ref(*x.shape[:2], t, 0.4, float(np.float32(a)), 2.5, 0.0)

@@ -111,7 +111,7 @@ def _grid_mask_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     if m.ndim != 3 or (m.layout or "HWC") != "HWC":
         raise ValueError(f"Operator `{op}`: expects HWC images (3-D, channels last), got a {m.ndim}-D input"
                          + (f" with layout {m.layout!r}" if m.layout else ""))
-    return [OutMeta(m.dtype, 3, "HWC")]
+    return [m]  # (no layout stays none, as DALI)
 
 
 def _grid_mask_validate(args: dict) -> None:

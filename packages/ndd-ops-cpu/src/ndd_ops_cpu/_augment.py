@@ -35,6 +35,11 @@ def _frames(x: np.ndarray, layout: str) -> Iterator[int | tuple]:
     return iter(range(len(x))) if layout[0] == "F" else iter([()])
 
 
+def _scalar(args: KernelArgs, name: str, i: int) -> Any:
+    """Sample ``i``'s value of a one-value argument (a per-sample value may be shaped (1,))."""
+    return np.ravel(args.sample(name, i))[0]
+
+
 def _not_empty(ctx: KernelContext, bd: BatchData, i: int, h: int, w: int) -> None:
     if h == 0 or w == 0:
         raise ValueError(f"Operator `{ctx.op}`: {sample_name(ctx, bd, i)} is an empty image ({h}x{w} pixels)")
@@ -97,8 +102,9 @@ def grid_mask_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
     bd = inputs[0]
 
     def params(i: int) -> tuple:
-        tile = grid_mask_tile(ctx.op, args.sample("tile", i), _where(ctx, bd, i) if args.is_per_sample("tile") else "")
-        return (tile,) + tuple(float(args.sample(k, i)) for k in _GM_ARGS[1:])
+        where = _where(ctx, bd, i) if args.is_per_sample("tile") else ""
+        return (grid_mask_tile(ctx.op, _scalar(args, "tile", i), where),) + tuple(
+            float(_scalar(args, k, i)) for k in _GM_ARGS[1:])
 
     if bd.dense is not None and len(bd) and not any(args.is_per_sample(k) for k in _GM_ARGS):
         n, h, w = bd.dense.shape[:3]
@@ -133,7 +139,7 @@ def jpeg_compression_distortion_cpu(ctx: KernelContext, inputs: list[BatchData],
             raise ValueError(f"Operator `{ctx.op}`: expects RGB images (3 channels, last), "
                              f"{sample_name(ctx, bd, i)} has shape {x.shape}")
         _not_empty(ctx, bd, i, x.shape[-3], x.shape[-2])
-        q = min(max(int(args.sample("quality", i)), 1), 100)
+        q = min(max(int(_scalar(args, "quality", i)), 1), 100)
         out = np.empty_like(x)
         for f in _frames(x, layout):
             out[f] = jpeg_roundtrip(np.ascontiguousarray(x[f]), q)
