@@ -356,6 +356,19 @@ def test_debayer_sequences_and_per_sample_positions(rng) -> None:
             np.testing.assert_array_equal(y[f][1:-1, 1:-1], bilinear_ref(v[f], p)[1:-1, 1:-1])
 
 
+def test_debayer_per_frame_positions(rng) -> None:
+    """A per-sample value shaped (frames, 2) gives each frame its own pattern (DALI: a tensor
+    argument with an F layout); (1, 2) applies to every frame."""
+    v = rng.integers(0, 256, (3, 6, 8), dtype=np.uint8)
+    per_frame = np.int32([[0, 0], [1, 1], [0, 1]])
+    y = as_np(ndd.debayer(ndd.batch([v, v], layout="FHW"), blue_position=ndd.batch([per_frame, per_frame[1:2]])))
+    for f in range(3):
+        np.testing.assert_array_equal(y[0][f][1:-1, 1:-1], bilinear_ref(v[f], tuple(per_frame[f]))[1:-1, 1:-1])
+        np.testing.assert_array_equal(y[1][f][1:-1, 1:-1], bilinear_ref(v[f], (1, 1))[1:-1, 1:-1])
+    with raises(ValueError, "2 per-frame values, but the input has 3 frame"):
+        ndd.debayer(ndd.batch([v], layout="FHW"), blue_position=ndd.batch([per_frame[:2]])).evaluate()
+
+
 # -- errors -----------------------------------------------------------------------------
 
 U8 = np.zeros((4, 6, 3), np.uint8)

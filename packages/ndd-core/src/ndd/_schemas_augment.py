@@ -208,7 +208,8 @@ DEBAYER = OpSchema(
     args={
         "blue_position": Arg(INTS, required=True, per_sample=True,
                              doc="(row, column) of the blue sensor in the 2x2 Bayer tile, as OpenCV counts it: "
-                                 "(0, 0) BG, (0, 1) GB, (1, 0) GR, (1, 1) RG"),
+                                 "(0, 0) BG, (0, 1) GB, (1, 0) GR, (1, 1) RG; per sample, a (frames, 2) "
+                                 "value gives one per frame"),
         "algorithm": Arg(STR, None, doc="bilinear_ocv (not set), edgeaware_ocv, vng_ocv (uint8 only) or "
                                         "gray_ocv (one output channel); case ignored"),
     },

@@ -184,6 +184,17 @@ def debayer_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -
     suffix = _DEBAYER_SUFFIX[alg]
     out_c = 1 if alg == "gray_ocv" else 3
 
+    def _patterns(i: int, frames: int) -> list[str]:
+        """Sample ``i``'s Bayer pattern, or one per frame (a per-sample value shaped (frames, 2))."""
+        where = _where(ctx, bd, i) if args.is_per_sample("blue_position") else ""
+        pos = np.asarray(args.sample("blue_position", i))
+        if pos.ndim < 2:
+            return [bayer_pattern(ctx.op, pos, where)]
+        if len(pos) not in (1, frames):
+            raise ValueError(f"Operator `debayer`: argument 'blue_position' has {len(pos)} per-frame values, "
+                             f"but the input has {frames} frame(s){where}")
+        return [bayer_pattern(ctx.op, p, where) for p in pos]
+
     def one(i: int, x: np.ndarray) -> np.ndarray:
         if x.ndim == 3 + seq and x.shape[-1] != 1:
             raise ValueError(f"Operator `debayer`: expects single-channel Bayer images, {sample_name(ctx, bd, i)} "
@@ -193,11 +204,11 @@ def debayer_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -
             raise ValueError(f"Operator `debayer`: height and width must be even, {sample_name(ctx, bd, i)} "
                              f"is {h}x{w}")
         _not_empty(ctx, bd, i, h, w)
-        where = _where(ctx, bd, i) if args.is_per_sample("blue_position") else ""
-        code = getattr(cv2, f"COLOR_Bayer{bayer_pattern(ctx.op, args.sample('blue_position', i), where)}{suffix}")
+        codes = [getattr(cv2, f"COLOR_Bayer{p}{suffix}") for p in _patterns(i, len(x) if seq else 1)]
         planes = x.reshape(x.shape[:seq + 2])
         out = np.empty(planes.shape + (out_c,), x.dtype)
         for f in _frames(x, layout):
+            code = codes[f if f != () and len(codes) > 1 else 0]
             out[f] = cv2.cvtColor(np.ascontiguousarray(planes[f]), code).reshape(h, w, out_c)
         return out
 
