@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ndd.plugins import Registry
 
+from ._augment import clahe_cpu, debayer_cpu, equalize_cpu, grid_mask_cpu, jpeg_compression_distortion_cpu
 from ._bbox import bb_flip_cpu, box_encoder_cpu
 from ._blur import gaussian_blur_cpu
 from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
@@ -39,6 +40,11 @@ KERNELS = {
     "bb_flip": bb_flip_cpu,
     "box_encoder": box_encoder_cpu,
     "random_bbox_crop": random_bbox_crop_cpu,
+    "equalize": equalize_cpu,
+    "grid_mask": grid_mask_cpu,
+    "jpeg_compression_distortion": jpeg_compression_distortion_cpu,
+    "clahe": clahe_cpu,
+    "debayer": debayer_cpu,
 }
 
 
