@@ -145,7 +145,8 @@ def batch_windows(op: str, args: KernelArgs, shapes: list[tuple[int, int]], poli
     return [crop_window(op, args, i, hw, policy) for i, hw in enumerate(shapes)]
 
 
-def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: KernelArgs) -> list[Window]:
+def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: KernelArgs,
+                   tries: int | None = None) -> list[Window]:
     """Random crop windows, one per sample, from ``words`` of shape (n, attempts, 4).
 
     For attempt ``a`` of a sample the four words give: the area fraction
@@ -154,6 +155,8 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     The first attempt whose window, rounded to whole pixels, fits the image and keeps
     its aspect ratio in range wins; if none does, the whole image cut to the nearest
     allowed aspect ratio, at a random place (the first attempt's anchor words), as DALI.
+    ``tries`` (default: every attempt) limits the attempts made; 0 goes straight to the
+    fallback (``random_crop_generator``'s ``num_attempts=0``).
     """
     amin, amax = args["random_area"]
     rmin, rmax = args["random_aspect_ratio"]
@@ -166,6 +169,8 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     with np.errstate(divide="ignore", invalid="ignore"):
         r = ws / hs  # after rounding, as DALI checks it (about 1% of windows fell outside)
     ok = (ws > 0) & (hs > 0) & (ws <= W) & (hs <= H) & (r >= rmin) & (r <= rmax)
+    if tries is not None:
+        ok[:, tries:] = False
     rows = np.arange(len(hw))
     first = ok.argmax(axis=1)
     found = ok[rows, first]
