@@ -154,7 +154,8 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     log ``random_aspect_ratio``), then the x and y anchors (uniform integers).
     The first attempt whose window, rounded to whole pixels, fits the image and keeps
     its aspect ratio in range wins; if none does, the whole image cut to the nearest
-    allowed aspect ratio, at a random place (the first attempt's anchor words), as DALI.
+    allowed aspect ratio, shrunk (both sides by one factor) to the largest allowed area
+    when it is larger, at a random place (the first attempt's anchor words), as DALI.
     ``tries`` (default: every attempt) limits the attempts made; 0 goes straight to the
     fallback (``random_crop_generator``'s ``num_attempts=0``).
     """
@@ -191,6 +192,10 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
         # as DALI: the size truncated (37 rows at ratio 3 of 53 columns: 17 rows), the place
         # uniform (DALI 2.4 does not centre it)
         hh, ww = max(1, int(fh)), max(1, int(fw))
+        scale = min(np.float32(1), np.float32(amax) * np.float32(Hi * Wi) / np.float32(hh * ww))
+        if scale < 1:  # float32 as DALI (random_area [0.3, 0.4] of 25x69 at ratio 0.2: 55x11)
+            root = np.sqrt(scale)
+            hh, ww = max(1, int(np.float32(hh) * root)), max(1, int(np.float32(ww) * root))
         x, y = (int(v) for v in bounded_int(words[i, 0, 2:4], np.array([Wi - ww + 1, Hi - hh + 1])))
         out.append(((y, x), (hh, ww)))
     return out
