@@ -165,11 +165,11 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     H, W = hw[:, :1], hw[:, 1:]
     area = uniform(words[..., 0], amin, amax).astype(np.float64) * (H * W)
     ratio = np.exp(uniform(words[..., 1], math.log(rmin), math.log(rmax)).astype(np.float64))
-    ws = np.floor(np.sqrt(area * ratio) + 0.5).astype(np.int64)
-    hs = np.floor(np.sqrt(area / ratio) + 0.5).astype(np.int64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = ws / hs  # after rounding, as DALI checks it (about 1% of windows fell outside)
-    ok = (ws > 0) & (hs > 0) & (ws <= W) & (hs <= H) & (r >= rmin) & (r <= rmax)
+    # rounded, at least 1 (as DALI: a window of under half a pixel is 1 pixel wide)
+    ws = np.maximum(np.floor(np.sqrt(area * ratio) + 0.5).astype(np.int64), 1)
+    hs = np.maximum(np.floor(np.sqrt(area / ratio) + 0.5).astype(np.int64), 1)
+    r = ws / hs  # after rounding, as DALI checks it (about 1% of windows fell outside)
+    ok = (ws <= W) & (hs <= H) & (r >= rmin) & (r <= rmax)
     if tries is not None:
         ok[:, tries:] = False
     rows = np.arange(len(hw))

@@ -29,7 +29,7 @@ import numpy as np
 from ndd.plugins import BatchData, KernelArgs, KernelContext, random_windows, random_words
 from ndd.random._philox import bounded_int, to_unit_float64
 
-from ._common import sample_name
+from ._common import batch_nbytes, map_samples, sample_name
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
@@ -253,9 +253,10 @@ def components(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k, lab, stats, _ = cv2.connectedComponentsWithStats(m[s], connectivity=4, ltype=cv2.CV_32S)
         if k <= 1:
             continue
-        nz = np.flatnonzero(lab)
-        _, at = np.unique(lab.reshape(-1)[nz], return_index=True)
-        firsts.append(nz[at] + s * H * W)
+        nz = np.flatnonzero(lab)[::-1]
+        first = np.empty(k, np.int64)
+        first[lab.reshape(-1)[nz]] = nz  # written last to first: each label keeps its first element
+        firsts.append(first[1:] + s * H * W)
         boxes.append(stats[1:, :4])
         slices.append(np.full(k - 1, s))
         if labels is not None:
@@ -271,13 +272,14 @@ def components(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     hi = np.concatenate([idx + 1, box[:, 1:2] + box[:, 3:4], box[:, 0:1] + box[:, 2:3]], axis=1)
     if labels is not None:
         g = labels.reshape(*lead, H, W)
-        pairs = []
+        keys = []  # touching parts (u, v) as one number u * off + v, to drop repeats fast
         for a in range(len(lead)):
             x0 = g[(slice(None),) * a + (slice(None, -1),)]
             x1 = g[(slice(None),) * a + (slice(1, None),)]
             both = (x0 > 0) & (x1 > 0)
-            pairs.append(np.stack([x0[both], x1[both]], axis=1) - 1)
-        p = np.unique(np.concatenate(pairs), axis=0)
+            keys.append((x0[both].astype(np.int64) - 1) * off + (x1[both] - 1))
+        key = np.unique(np.concatenate(keys))
+        p = np.stack([key // off, key % off], axis=1)
         _, comp = np.unique(_union_roots(p, off), return_inverse=True)
         c = int(comp.max()) + 1
         big = np.iinfo(np.int64).max
@@ -408,10 +410,12 @@ def random_object_bbox_cpu(ctx: KernelContext, inputs: list[BatchData], args: Ke
     d = len(bd.shapes()[0]) if n else 1
     starts, ends = np.zeros((n, d), np.int64), np.zeros((n, d), np.int64)
     labels = np.zeros(n, np.int32)
-    for i in range(n):
-        x = np.asarray(bd.sample(i))
-        starts[i], ends[i], labels[i] = _object_box(op, x, args, i, RNG.from_words(seeds[i]),
-                                                    sample_name(ctx, bd, i))
+
+    def one(i: int) -> None:
+        starts[i], ends[i], labels[i] = _object_box(op, np.asarray(bd.sample(i)), args, i,
+                                                    RNG.from_words(seeds[i]), sample_name(ctx, bd, i))
+
+    map_samples(ctx, one, n, batch_nbytes(bd.samples) if bd.dense is None else bd.dense.nbytes)
     fmt = args["format"]
     if fmt == "box":
         out: list[Any] = [np.concatenate([starts, ends], axis=1).astype(np.int32)]
