@@ -173,6 +173,15 @@ def test_roi_random_crop_errors(kw, pattern):
         as_np(ndd.roi_random_crop(crop_shape=[5, 5], **kw))
 
 
+def test_roi_random_crop_reads_the_leading_dimensions_of_its_input():
+    img = np.zeros((30, 8, 3), np.uint8)  # a window over H and W of an HWC image: x start <= 8 - 6
+    out = np.array(rows(ndd.roi_random_crop(ndd.as_batch([img] * 300), crop_shape=[4, 6], roi_start=[10, 3],
+                                            roi_end=[12, 4], rng=ndd.random.RNG(1))))
+    assert set(out[:, 0]) == set(range(8, 11)) and set(out[:, 1]) == {0, 1, 2}
+    with raises(ValueError, "the input has 1 dimensions but 'crop_shape' has 2 values"):
+        as_np(ndd.roi_random_crop(np.zeros(9), crop_shape=[2, 2], roi_start=[0, 0], roi_end=[3, 3]))
+
+
 def test_roi_random_crop_in_shape_and_input_exclude_each_other():
     with raises(ValueError, "'in_shape' cannot be given with an input"):
         as_np(ndd.roi_random_crop(np.zeros((9, 9)), crop_shape=[2, 2], roi_start=[0, 0], roi_end=[3, 3], in_shape=[9, 9]))

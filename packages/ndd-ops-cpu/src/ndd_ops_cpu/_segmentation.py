@@ -103,11 +103,11 @@ def _vec(op: str, args: KernelArgs, name: str, i: int, d: int | None, where: str
 
 def roi_random_crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """Each sample's crop start: per dimension uniform in the starts that keep the window inside
-    the ROI (window smaller) or the ROI inside the window (window larger), clipped to the input."""
+    the ROI (window smaller) or the ROI inside the window (window larger), clipped to the input
+    (``in_shape``, or the input's leading dimensions)."""
     op, n = ctx.op, ctx.batch_size
     data = inputs[0] if inputs else None
-    crops = [_vec(op, args, "crop_shape", i, None, f"sample {i}") for i in range(n)]
-    d = crops[0].size if n else 0
+    d = _vec(op, args, "crop_shape", 0, None, "sample 0").size if n else 0
     lo, hi = np.zeros((n, d), np.int64), np.zeros((n, d), np.int64)
     for i in range(n):
         where = sample_name(ctx, data, i) if data is not None else f"sample {i}"
@@ -116,11 +116,12 @@ def roi_random_crop_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kerne
         end = _vec(op, args, "roi_end", i, d, where)
         end = start + _vec(op, args, "roi_shape", i, d, where) if end is None else end
         shape = _vec(op, args, "in_shape", i, d, where)
-        if data is not None:
+        if data is not None:  # its leading dimensions, as DALI (a 2-D window of an HWC image)
             shape = np.asarray(data.shapes()[i], np.int64)
-            if shape.size != d:
+            if shape.size < d:
                 raise ValueError(f"Operator `{op}`: the input has {shape.size} dimensions but 'crop_shape' has "
                                  f"{d} values ({where})")
+            shape = shape[:d]
         if (crop < 0).any():
             raise ValueError(f"Operator `{op}`: argument 'crop_shape' must be non-negative, got {crop.tolist()} "
                              f"({where})")
