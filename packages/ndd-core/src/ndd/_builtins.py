@@ -250,3 +250,6 @@ def register(reg: Registry) -> None:
     from ._schemas_augment import AUGMENT_SCHEMAS
     for s in AUGMENT_SCHEMAS:
         reg.add_schema(s)
+    from ._schemas_segmentation import SEGMENTATION_SCHEMAS
+    for s in SEGMENTATION_SCHEMAS:
+        reg.add_schema(s)

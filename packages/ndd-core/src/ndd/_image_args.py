@@ -145,7 +145,8 @@ def batch_windows(op: str, args: KernelArgs, shapes: list[tuple[int, int]], poli
     return [crop_window(op, args, i, hw, policy) for i, hw in enumerate(shapes)]
 
 
-def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: KernelArgs) -> list[Window]:
+def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: KernelArgs,
+                   tries: int | None = None) -> list[Window]:
     """Random crop windows, one per sample, from ``words`` of shape (n, attempts, 4).
 
     For attempt ``a`` of a sample the four words give: the area fraction
@@ -153,7 +154,10 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     log ``random_aspect_ratio``), then the x and y anchors (uniform integers).
     The first attempt whose window, rounded to whole pixels, fits the image and keeps
     its aspect ratio in range wins; if none does, the whole image cut to the nearest
-    allowed aspect ratio, at a random place (the first attempt's anchor words), as DALI.
+    allowed aspect ratio, shrunk (both sides by one factor) to the largest allowed area
+    when it is larger, at a random place (the first attempt's anchor words), as DALI.
+    ``tries`` (default: every attempt) limits the attempts made; 0 goes straight to the
+    fallback (``random_crop_generator``'s ``num_attempts=0``).
     """
     amin, amax = args["random_area"]
     rmin, rmax = args["random_aspect_ratio"]
@@ -161,11 +165,13 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
     H, W = hw[:, :1], hw[:, 1:]
     area = uniform(words[..., 0], amin, amax).astype(np.float64) * (H * W)
     ratio = np.exp(uniform(words[..., 1], math.log(rmin), math.log(rmax)).astype(np.float64))
-    ws = np.floor(np.sqrt(area * ratio) + 0.5).astype(np.int64)
-    hs = np.floor(np.sqrt(area / ratio) + 0.5).astype(np.int64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = ws / hs  # after rounding, as DALI checks it (about 1% of windows fell outside)
-    ok = (ws > 0) & (hs > 0) & (ws <= W) & (hs <= H) & (r >= rmin) & (r <= rmax)
+    # rounded, at least 1 (as DALI: a window of under half a pixel is 1 pixel wide)
+    ws = np.maximum(np.floor(np.sqrt(area * ratio) + 0.5).astype(np.int64), 1)
+    hs = np.maximum(np.floor(np.sqrt(area / ratio) + 0.5).astype(np.int64), 1)
+    r = ws / hs  # after rounding, as DALI checks it (about 1% of windows fell outside)
+    ok = (ws <= W) & (hs <= H) & (r >= rmin) & (r <= rmax)
+    if tries is not None:
+        ok[:, tries:] = False
     rows = np.arange(len(hw))
     first = ok.argmax(axis=1)
     found = ok[rows, first]
@@ -186,6 +192,10 @@ def random_windows(words: np.ndarray, shapes: list[tuple[int, int]], args: Kerne
         # as DALI: the size truncated (37 rows at ratio 3 of 53 columns: 17 rows), the place
         # uniform (DALI 2.4 does not centre it)
         hh, ww = max(1, int(fh)), max(1, int(fw))
+        scale = min(np.float32(1), np.float32(amax) * np.float32(Hi * Wi) / np.float32(hh * ww))
+        if scale < 1:  # float32 as DALI (random_area [0.3, 0.4] of 25x69 at ratio 0.2: 55x11)
+            root = np.sqrt(scale)
+            hh, ww = max(1, int(np.float32(hh) * root)), max(1, int(np.float32(ww) * root))
         x, y = (int(v) for v in bounded_int(words[i, 0, 2:4], np.array([Wi - ww + 1, Hi - hh + 1])))
         out.append(((y, x), (hh, ww)))
     return out

@@ -14,6 +14,13 @@ from ._normalize import cmn_cpu, normalize_cpu
 from ._pixel import color_space_conversion_cpu, erase_cpu, lookup_table_cpu
 from ._random_bbox import random_bbox_crop_cpu
 from ._resize import random_resized_crop_cpu, resize_cpu
+from ._segmentation import (
+    random_crop_generator_cpu,
+    random_mask_pixel_cpu,
+    random_object_bbox_cpu,
+    roi_random_crop_cpu,
+    select_masks_cpu,
+)
 from ._warp import rotate_cpu, warp_affine_cpu
 
 KERNELS = {
@@ -45,6 +52,11 @@ KERNELS = {
     "jpeg_compression_distortion": jpeg_compression_distortion_cpu,
     "clahe": clahe_cpu,
     "debayer": debayer_cpu,
+    "segmentation.select_masks": select_masks_cpu,
+    "roi_random_crop": roi_random_crop_cpu,
+    "random_crop_generator": random_crop_generator_cpu,
+    "segmentation.random_mask_pixel": random_mask_pixel_cpu,
+    "segmentation.random_object_bbox": random_object_bbox_cpu,
 }
 
 
