@@ -497,7 +497,7 @@ def alias(target: OpSchema, name: str, inputs: tuple[str, ...] | None = None) ->
     check = target.validate
 
     def validate(args: dict) -> None:
-        warnings.warn(message, DeprecationWarning, stacklevel=4)
+        warnings.warn(message, DeprecationWarning, stacklevel=5)
         if check is not None:
             check(args)
 
