@@ -165,6 +165,8 @@ def test_reinterpret_errors():
         ndd.reinterpret(ndd.tensor(SEQ))
     with pytest.raises(ValueError, match="reinterpret.*'layout'"):
         ndd.reinterpret(ndd.tensor(SEQ), shape=[24], layout="AB")
+    with pytest.raises(ValueError, match="'layout' 'AB' does not match the 3 dimension"):
+        ndd.reinterpret(ndd.tensor(SEQ), layout="AB", dtype=ndd.uint8)
     with pytest.raises(ValueError, match="sample 0 of shape \\(\\)"):
         sync(ndd.reinterpret, ndd.tensor(np.int32(5)), dtype=ndd.uint8)
 

@@ -169,9 +169,14 @@ SEQUENCE_REARRANGE = OpSchema(
 def _reinterpret_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
     given = [n for n in ("shape", "rel_shape", "src_dims", "layout", "dtype")
              if args[n] is not None or n in args.batch_args]
-    if not given and (len(inputs) < 2 or inputs[1] is None):
+    shape_in = len(inputs) > 1 and inputs[1] is not None
+    if not given and not shape_in:
         raise _err("reinterpret", "nothing to do: give 'dtype', 'shape', 'rel_shape', 'src_dims', "
                                   "'layout' or a shape input")
+    layout, ndim = args["layout"], inputs[0].ndim
+    if layout and not shape_in and not {"shape", "rel_shape", "src_dims"} & set(given) and len(layout) != ndim:
+        raise _err("reinterpret", f"argument 'layout' {layout!r} does not match the {ndim} dimension(s) "
+                                  "of the input")
     m = _reshape_meta("reinterpret", inputs, args)[0]
     dt = args["dtype"]
     if dt is not None:
