@@ -145,6 +145,10 @@ def test_reinterpret_shape_from_bytes():
     lay = ndd.reinterpret(t, shape=[2, 12], layout="XY")
     assert lay.layout == "XY"
     np.testing.assert_array_equal(A(lay), SEQ.reshape(2, 12))
+    extra = ndd.reinterpret(t, rel_shape=[1, 1, 1, -1])  # a negative last extent may add a dimension
+    assert extra.shape == (4, 3, 2, 1)
+    with pytest.raises(ValueError, match="'rel_shape' has 4 elements for 3"):
+        ndd.reinterpret(t, rel_shape=[1, 1, 1, 1])
     shp = ndd.reinterpret(t, ndd.tensor(np.array([6, 4], np.int32)))
     np.testing.assert_array_equal(A(shp), SEQ.reshape(6, 4))
 

@@ -155,7 +155,10 @@ def _reshape_meta(op: str, inputs: Sequence[OutMeta], args: KernelArgs) -> list[
         if d_len := (shape if shape is not None else rel):
             if d_len != src:
                 raise _arg_error(op, "src_dims", "must have as many elements as 'shape'/'rel_shape'")
-    if rel is not None and src is None and rel > m.ndim:
+    # one extra trailing extent is allowed when it is negative (it takes the rest of the volume)
+    const_rel = args["rel_shape"]
+    extra_ok = rel == m.ndim + 1 and (const_rel is None or const_rel[-1] < 0)
+    if rel is not None and src is None and rel > m.ndim and not extra_ok:
         raise _arg_error(op, "rel_shape", f"has {rel} elements for {m.ndim} input dimension(s)")
     if layout:
         out_layout = _check_layout(op, layout, ndim)
@@ -173,7 +176,8 @@ def _target_shape(in_shape: tuple, shape: Any, rel: Any, src: Any) -> list:
     src = None if src is None else _ints(src)
     if rel is not None:
         rel = _floats(rel)
-        base = [1 if d == -1 else in_shape[d] for d in src] if src is not None else in_shape[:len(rel)]
+        base = ([1 if d == -1 else in_shape[d] for d in src] if src is not None
+                else list(in_shape[:len(rel)]) + [1] * (len(rel) - len(in_shape)))
         return [-1 if r < 0 else _llround(b * r) for b, r in zip(base, rel)]
     if src is not None:
         return [1 if d == -1 else in_shape[d] for d in src]
