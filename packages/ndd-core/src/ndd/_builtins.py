@@ -253,3 +253,9 @@ def register(reg: Registry) -> None:
     from ._schemas_segmentation import SEGMENTATION_SCHEMAS
     for s in SEGMENTATION_SCHEMAS:
         reg.add_schema(s)
+    from ._util_ops import UTIL_OPS, alias_schemas
+    for schema, kernel in UTIL_OPS:
+        reg.add_schema(schema)
+        reg.add_kernel(schema.name, "cpu", kernel)
+    for s in alias_schemas():
+        reg.add_schema(s)

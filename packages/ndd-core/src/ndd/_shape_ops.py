@@ -128,31 +128,40 @@ def _llround(x: float) -> int:
 
 
 def _reshape_infer(inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
+    return _reshape_meta("reshape", inputs, args)
+
+
+def _reshape_meta(op: str, inputs: Sequence[OutMeta], args: KernelArgs) -> list[OutMeta]:
+    """The output of ``reshape`` (and ``reinterpret``, whose shape arguments are the same),
+    with errors naming ``op``."""
     m = inputs[0]
     layout = args["layout"]
-    shape, rel, src = (_given_length("reshape", args, n) for n in _RESHAPE_ARGS)
+    shape, rel, src = (_given_length(op, args, n) for n in _RESHAPE_ARGS)
     shape_input = args.inputs[1] if len(inputs) > 1 and inputs[1] is not None else None
     if shape is not None and rel is not None:
-        raise ValueError("Operator `reshape`: arguments 'shape' and 'rel_shape' are mutually exclusive")
+        raise ValueError(f"Operator `{op}`: arguments 'shape' and 'rel_shape' are mutually exclusive")
     if shape_input is not None and (shape is not None or rel is not None):
-        raise ValueError("Operator `reshape`: 'shape_input' cannot be combined with 'shape' or 'rel_shape'")
+        raise ValueError(f"Operator `{op}`: 'shape_input' cannot be combined with 'shape' or 'rel_shape'")
     if shape_input is not None:
-        shape = _arg_length("reshape", "shape_input", shape_input)
+        shape = _arg_length(op, "shape_input", shape_input)
     const = args["shape"]
     if const is not None and sum(1 for s in const if s < 0) > 1:
-        raise _arg_error("reshape", "shape", f"{list(const)} has more than one negative extent")
+        raise _arg_error(op, "shape", f"{list(const)} has more than one negative extent")
     ndim = next((n for n in (shape, src, rel) if n is not None), len(layout) if layout else m.ndim)
     if src is not None:
         for d in args["src_dims"] or ():
             if d != -1:
-                _norm_axis("reshape", "src_dims", d, m.ndim)
+                _norm_axis(op, "src_dims", d, m.ndim)
         if d_len := (shape if shape is not None else rel):
             if d_len != src:
-                raise _arg_error("reshape", "src_dims", "must have as many elements as 'shape'/'rel_shape'")
-    if rel is not None and src is None and rel > m.ndim:
-        raise _arg_error("reshape", "rel_shape", f"has {rel} elements for {m.ndim} input dimension(s)")
+                raise _arg_error(op, "src_dims", "must have as many elements as 'shape'/'rel_shape'")
+    # one extra trailing extent is allowed when it is negative (it takes the rest of the volume)
+    const_rel = args["rel_shape"]
+    extra_ok = rel == m.ndim + 1 and (const_rel is None or const_rel[-1] < 0)
+    if rel is not None and src is None and rel > m.ndim and not extra_ok:
+        raise _arg_error(op, "rel_shape", f"has {rel} elements for {m.ndim} input dimension(s)")
     if layout:
-        out_layout = _check_layout("reshape", layout, ndim)
+        out_layout = _check_layout(op, layout, ndim)
     elif src is not None:
         dims = args["src_dims"]  # None when per sample: no layout
         out_layout = "".join(m.layout[d] for d in dims) if dims and m.layout and -1 not in dims else None
@@ -167,7 +176,8 @@ def _target_shape(in_shape: tuple, shape: Any, rel: Any, src: Any) -> list:
     src = None if src is None else _ints(src)
     if rel is not None:
         rel = _floats(rel)
-        base = [1 if d == -1 else in_shape[d] for d in src] if src is not None else in_shape[:len(rel)]
+        base = ([1 if d == -1 else in_shape[d] for d in src] if src is not None
+                else list(in_shape[:len(rel)]) + [1] * (len(rel) - len(in_shape)))
         return [-1 if r < 0 else _llround(b * r) for b, r in zip(base, rel)]
     if src is not None:
         return [1 if d == -1 else in_shape[d] for d in src]
