@@ -1,0 +1,144 @@
+"""Schemas of the paste family: ``coord_flip``, ``paste``, ``bbox_paste``, ``bbox_rotate``,
+``multi_paste``.
+
+Argument names, defaults and per-sample (tensor) arguments follow DALI 2.4; kernels are
+attached by the plugins. The argument checks a GPU kernel would repeat live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import _dtype
+from ._schema import BOOL, FLOAT, INT, INTS, STR, Arg, OpSchema, OutMeta
+
+_PKG = "ndd-ops-cpu"
+
+
+def _err(op: str, name: str, msg: str) -> ValueError:
+    return ValueError(f"Operator `{op}`: argument '{name}' {msg}")
+
+
+def _input(op: str, name: str, m: OutMeta, dtype: _dtype.DType, ndims: tuple[int, ...] | None) -> None:
+    if m.dtype != dtype:
+        raise ValueError(f"Operator `{op}`: input '{name}' must be {dtype}, got {m.dtype}")
+    if ndims is not None and m.ndim not in ndims:
+        want = " or ".join(f"{n}-D" for n in ndims)
+        raise ValueError(f"Operator `{op}`: input '{name}' must be {want}, got {m.ndim}-D")
+
+
+# -- coord_flip -------------------------------------------------------------------
+
+
+def coord_flip_axes(op: str, layout: str, ndim: int) -> tuple[int, ...]:
+    """The columns holding x, y (and z) for points with ``ndim`` coordinates (1 to 3): their
+    positions in ``layout`` ("" means "x", "xy" or "xyz")."""
+    if not 1 <= ndim <= 3:
+        raise ValueError(f"Operator `{op}`: expects points of 1 to 3 coordinates (N, D), got D = {ndim}")
+    lay = layout or "xyz"[:ndim]
+    cols = []
+    for c in "xyz"[:ndim]:
+        k = lay.find(c)
+        if not 0 <= k < ndim:
+            raise _err(op, "layout", f"{layout!r} does not place {c!r} among the {ndim} coordinate(s) of "
+                                     "the input")
+        cols.append(k)
+    return tuple(cols)
+
+
+def _coord_flip_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    _input("coord_flip", "input", inputs[0], _dtype.float32, (2,))
+    return [OutMeta(_dtype.float32, 2, None)]
+
+
+COORD_FLIP = OpSchema(
+    "coord_flip",
+    args={
+        "layout": Arg(STR, "", doc='order of the coordinates: "x", "xy" or "xyz" in any order '
+                                   '("" : "x", "xy" or "xyz" by the number of coordinates)'),
+        "flip_x": Arg(INT, 1, per_sample=True, doc="flip the x coordinate (non-zero: flip)"),
+        "flip_y": Arg(INT, 0, per_sample=True, doc="flip the y coordinate (non-zero: flip)"),
+        "flip_z": Arg(INT, 0, per_sample=True, doc="flip the z coordinate (non-zero: flip)"),
+        "center_x": Arg(FLOAT, 0.5, per_sample=True, doc="x of the flip centre"),
+        "center_y": Arg(FLOAT, 0.5, per_sample=True, doc="y of the flip centre"),
+        "center_z": Arg(FLOAT, 0.5, per_sample=True, doc="z of the flip centre"),
+    },
+    infer=_coord_flip_infer, provided_by=_PKG,
+    doc="Reflect float32 points (N, D), D = 1..3, about a centre: a flipped coordinate v becomes "
+        "2 * center - v.",
+)
+
+# -- paste ------------------------------------------------------------------------
+
+
+def paste_geometry(op: str, h: int, w: int, ratio: float, paste_x: float, paste_y: float,
+                   min_canvas_size: float, sample: str) -> tuple[int, int, int, int]:
+    """``(canvas_h, canvas_w, y0, x0)`` of ``paste`` for an (h, w) image, in float32 as DALI:
+    the canvas is ``int(size * ratio)``, at least ``int(min_canvas_size)``, and the image's
+    corner ``int(paste * (canvas - size))``."""
+    if not ratio >= 1.0:
+        raise _err(op, "ratio", f"must be at least 1, got {ratio} ({sample})")
+    for name, v in (("paste_x", paste_x), ("paste_y", paste_y)):
+        if not 0.0 <= v <= 1.0:
+            raise _err(op, name, f"must be in [0, 1], got {v} ({sample})")
+    f32 = np.float32
+    r, least = f32(ratio), int(f32(min_canvas_size))
+    if least < 0:  # DALI truncates first: -0.5 is accepted
+        raise _err(op, "min_canvas_size", f"must be at least 0, got {min_canvas_size} ({sample})")
+    ch, cw = max(int(f32(h) * r), least), max(int(f32(w) * r), least)
+    return ch, cw, int(f32(paste_y) * f32(ch - h)), int(f32(paste_x) * f32(cw - w))
+
+
+def _paste_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    m = inputs[0]
+    _input("paste", "input", m, _dtype.uint8, (3,))
+    if m.layout not in (None, "", "HWC"):
+        raise ValueError(f"Operator `paste`: expects HWC images, got the layout {m.layout!r}")
+    return [OutMeta(_dtype.uint8, 3, "HWC")]
+
+
+def _paste_validate(args: dict) -> None:
+    n, fill = args["n_channels"], args["fill_value"]
+    if len(fill) != 1 and len(fill) != n:
+        raise _err("paste", "fill_value", f"must have one value or n_channels ({n}) values, got {len(fill)}")
+
+
+PASTE = OpSchema(
+    "paste",
+    args={
+        "ratio": Arg(FLOAT, required=True, per_sample=True, doc="canvas size / image size (at least 1)"),
+        "fill_value": Arg(INTS, required=True, doc="colour of the canvas: one value, or one per channel"),
+        "paste_x": Arg(FLOAT, 0.5, per_sample=True, doc="horizontal position of the image, 0 (left) to 1 (right)"),
+        "paste_y": Arg(FLOAT, 0.5, per_sample=True, doc="vertical position of the image, 0 (top) to 1 (bottom)"),
+        "min_canvas_size": Arg(FLOAT, 0.0, per_sample=True, doc="least height and width of the canvas"),
+        "n_channels": Arg(INT, 3, doc="number of channels: the length of a per-channel fill_value"),
+    },
+    infer=_paste_infer, validate=_paste_validate, provided_by=_PKG,
+    doc="Place uint8 HWC images on a larger canvas filled with fill_value (SSD's zoom-out).",
+)
+
+# -- bbox_paste -------------------------------------------------------------------
+
+
+def _bbox_paste_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    m = inputs[0]
+    _input("bbox_paste", "input", m, _dtype.float32, None)
+    return [OutMeta(_dtype.float32, m.ndim, None)]
+
+
+BBOX_PASTE = OpSchema(
+    "bbox_paste",
+    args={
+        "ratio": Arg(FLOAT, required=True, per_sample=True, doc="canvas size / image size, as given to paste"),
+        "ltrb": Arg(BOOL, False, doc="boxes are [left, top, right, bottom] (default: [x, y, w, h])"),
+        "paste_x": Arg(FLOAT, 0.5, per_sample=True, doc="horizontal position of the paste, as given to paste"),
+        "paste_y": Arg(FLOAT, 0.5, per_sample=True, doc="vertical position of the paste, as given to paste"),
+    },
+    infer=_bbox_paste_infer, provided_by=_PKG,
+    doc="Move relative float32 boxes (groups of 4 values) to where paste puts their image: "
+        "corners become c / ratio + paste * (ratio - 1) / ratio, sizes w / ratio.",
+)
+
+PASTE_SCHEMAS = (COORD_FLIP, PASTE, BBOX_PASTE)

@@ -1,0 +1,239 @@
+"""The paste family (coord_flip, paste, bbox_paste, bbox_rotate, multi_paste) against
+independent references written here: per-point / per-box float32 loops of the documented
+formulas, and canvases built pixel region by region.
+
+Tolerances: coord_flip, bbox_paste and the paste geometry are float32 operations in DALI's
+order, compared exactly; paste and multi_paste copy pixels, compared exactly; bbox_rotate
+computes in float32 and is compared with an absolute tolerance of 1e-6.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ops_cpu_helpers import as_np, raises
+
+import ndd
+
+F32 = np.float32
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+# -- coord_flip -----------------------------------------------------------------------
+
+
+def ref_coord_flip(pts: np.ndarray, layout: str, flips: dict, centers: dict) -> np.ndarray:
+    """Point by point: coordinate c (found in ``layout``) becomes 2 * center - v."""
+    pts = np.asarray(pts, F32)
+    out = pts.copy()
+    lay = layout or "xyz"[:pts.shape[1]]
+    for p in range(len(pts)):
+        for c in "xyz"[:pts.shape[1]]:
+            if flips.get(c, 1 if c == "x" else 0):
+                k = lay.index(c)
+                out[p, k] = F32(2) * F32(centers.get(c, 0.5)) - pts[p, k]
+    return out
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_coord_flip_defaults_flip_x_about_half(d):
+    pts = _rng(d).uniform(-1, 2, (7, d)).astype(F32)
+    out = as_np(ndd.coord_flip(pts))
+    assert out.dtype == F32 and out.shape == pts.shape
+    np.testing.assert_array_equal(out, ref_coord_flip(pts, "", {}, {}))
+    np.testing.assert_array_equal(out[:, 0], F32(1) - pts[:, 0])  # hand formula: 1 - x
+    np.testing.assert_array_equal(out[:, 1:], pts[:, 1:])
+
+
+def test_coord_flip_layout_and_centers():
+    pts = _rng(1).uniform(0, 1, (5, 3)).astype(F32)
+    out = as_np(ndd.coord_flip(pts, layout="zxy", flip_x=0, flip_y=1, flip_z=1, center_y=0.25, center_z=0.0))
+    np.testing.assert_array_equal(out[:, 0], -pts[:, 0])  # z in column 0, about 0
+    np.testing.assert_array_equal(out[:, 1], pts[:, 1])  # x not flipped
+    np.testing.assert_array_equal(out[:, 2], F32(0.5) - pts[:, 2])  # y about 0.25
+    # a longer layout than the points is fine while x and y fall inside them
+    two = pts[:, :2]
+    np.testing.assert_array_equal(as_np(ndd.coord_flip(two, layout="xyz", flip_y=1)),
+                                  ref_coord_flip(two, "xy", {"y": 1}, {}))
+
+
+def test_coord_flip_ragged_batch_per_sample_args():
+    rng = _rng(2)
+    pts = [rng.uniform(-1, 2, (n, 2)).astype(F32) for n in (4, 0, 6)]
+    fx = [np.int32(v) for v in (1, 0, 2)]
+    cy = [F32(v) for v in (0.5, 0.1, -0.3)]
+    out = as_np(ndd.coord_flip(ndd.batch(pts), flip_x=ndd.batch(fx), flip_y=1, center_y=ndd.batch(cy)))
+    for i in range(3):
+        np.testing.assert_array_equal(out[i], ref_coord_flip(pts[i], "", {"x": fx[i], "y": 1}, {"y": cy[i]}))
+    assert out[1].shape == (0, 2)
+
+
+def test_coord_flip_uniform_batch_matches_per_sample():
+    rng = _rng(3)
+    pts = rng.uniform(0, 1, (4, 5, 3)).astype(F32)
+    fz = [np.int32(v) for v in (0, 1, 1, 0)]
+    cz = [F32(v) for v in rng.uniform(0, 1, 4)]
+    out = as_np(ndd.coord_flip(ndd.batch(list(pts)), flip_z=ndd.batch(fz), center_z=ndd.batch(cz), flip_x=0))
+    for i in range(4):
+        np.testing.assert_array_equal(out[i], ref_coord_flip(pts[i], "", {"x": 0, "z": fz[i]}, {"z": cz[i]}))
+
+
+def test_coord_flip_errors():
+    pts = np.zeros((3, 2), F32)
+    with raises(ValueError, "coord_flip.*must be f32"):
+        ndd.coord_flip(pts.astype(np.float64))
+    with raises(ValueError, "coord_flip.*2-D"):
+        ndd.coord_flip(pts.ravel())
+    with raises(ValueError, "coord_flip.*1 to 3 coordinates"):
+        ndd.coord_flip(np.zeros((3, 4), F32)).evaluate()
+    with raises(ValueError, "coord_flip.*'layout'.*'y'"):
+        ndd.coord_flip(pts, layout="x").evaluate()
+    with raises(ValueError, "coord_flip.*'layout'.*'x'"):
+        ndd.coord_flip(pts, layout="yzx").evaluate()
+
+
+# -- paste ----------------------------------------------------------------------------
+
+
+def ref_paste(img: np.ndarray, ratio: float, px: float, py: float, fill, min_canvas: float = 0.0) -> np.ndarray:
+    """Canvas int(size * ratio) (at least int(min_canvas)), float32 as DALI; the image at
+    int(paste * (canvas - size)); the rest fill (wrapped to uint8)."""
+    h, w, c = img.shape
+    r = F32(ratio)
+    ch = max(int(F32(h) * r), int(F32(min_canvas)))
+    cw = max(int(F32(w) * r), int(F32(min_canvas)))
+    y0, x0 = int(F32(py) * F32(ch - h)), int(F32(px) * F32(cw - w))
+    fill = [int(v) % 256 for v in fill]
+    out = np.empty((ch, cw, c), np.uint8)
+    for y in range(ch):
+        for x in range(cw):
+            inside = y0 <= y < y0 + h and x0 <= x < x0 + w
+            out[y, x] = img[y - y0, x - x0] if inside else (fill if len(fill) > 1 else fill * c)
+    return out
+
+
+def test_paste_hand_case():
+    img = np.arange(2 * 2 * 3, dtype=np.uint8).reshape(2, 2, 3) + 10
+    out = as_np(ndd.paste(img, ratio=2.0, fill_value=(1, 2, 3), paste_x=0.0, paste_y=1.0))
+    assert out.shape == (4, 4, 3)
+    np.testing.assert_array_equal(out[2:, :2], img)  # bottom left
+    np.testing.assert_array_equal(out[:2], np.broadcast_to(np.uint8([1, 2, 3]), (2, 4, 3)))
+    np.testing.assert_array_equal(out[2:, 2:], np.broadcast_to(np.uint8([1, 2, 3]), (2, 2, 3)))
+
+
+def test_paste_layout_and_dtype():
+    img = np.zeros((3, 4, 3), np.uint8)
+    out = ndd.paste(img, ratio=1.5, fill_value=(0,))
+    assert out.layout == "HWC" and out.dtype == ndd.uint8 and out.shape == (4, 6, 3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_paste_random_against_reference(seed):
+    rng = _rng(10 + seed)
+    c = int(rng.choice([1, 3, 4]))
+    for _ in range(10):
+        img = rng.integers(0, 256, (int(rng.integers(0, 12)), int(rng.integers(0, 12)), c), dtype=np.uint8)
+        ratio = float(rng.integers(3, 40)) / float(rng.integers(2, 4)) if rng.random() < 0.5 else rng.uniform(1, 3)
+        px, py = rng.uniform(0, 1, 2)
+        fill = [int(v) for v in rng.integers(-300, 300, int(rng.choice([1, c])))]
+        mcs = float(rng.uniform(-0.9, 30)) if rng.random() < 0.3 else 0.0
+        out = as_np(ndd.paste(img, ratio=ratio, fill_value=fill, paste_x=px, paste_y=py, n_channels=c,
+                              min_canvas_size=mcs))
+        np.testing.assert_array_equal(out, ref_paste(img, ratio, px, py, fill, mcs))
+
+
+def test_paste_ragged_batch_per_sample_args():
+    rng = _rng(5)
+    imgs = [rng.integers(0, 256, s, dtype=np.uint8) for s in ((5, 7, 3), (2, 3, 3), (6, 1, 3))]
+    ratio = [F32(v) for v in (1.0, 3.0, 2.5)]
+    px = [F32(v) for v in (0.0, 1.0, 0.3)]
+    mcs = [F32(v) for v in (0.0, 12.0, 0.0)]
+    out = as_np(ndd.paste(ndd.batch(imgs), ratio=ndd.batch(ratio), paste_x=ndd.batch(px), paste_y=0.75,
+                          min_canvas_size=ndd.batch(mcs), fill_value=(7, 8, 9)))
+    for i in range(3):
+        np.testing.assert_array_equal(out[i], ref_paste(imgs[i], ratio[i], px[i], 0.75, (7, 8, 9), mcs[i]))
+
+
+def test_paste_errors():
+    img = np.zeros((3, 4, 3), np.uint8)
+    with raises(ValueError, "paste.*'ratio'.*at least 1.*sample 1"):
+        ndd.paste(ndd.batch([img, img]), ratio=ndd.batch([F32(1), F32(0.5)]), fill_value=(0,)).evaluate()
+    with raises(ValueError, "paste.*'paste_x'.*\\[0, 1\\]"):
+        ndd.paste(img, ratio=2.0, fill_value=(0,), paste_x=1.5).evaluate()
+    with raises(ValueError, "paste.*'min_canvas_size'"):
+        ndd.paste(img, ratio=2.0, fill_value=(0,), min_canvas_size=-1.0).evaluate()
+    with raises(ValueError, "paste.*'fill_value'.*n_channels"):
+        ndd.paste(img, ratio=2.0, fill_value=(1, 2))
+    with raises(ValueError, "paste.*4 channels.*'fill_value'"):
+        ndd.paste(np.zeros((3, 4, 4), np.uint8), ratio=2.0, fill_value=(1, 2, 3)).evaluate()
+    with raises(ValueError, "paste.*must be u8"):
+        ndd.paste(img.astype(F32), ratio=2.0, fill_value=(0,))
+    with raises(ValueError, "paste.*HWC"):
+        ndd.paste(ndd.tensor(img, layout="CHW"), ratio=2.0, fill_value=(0,))
+    with raises(TypeError, "paste.*'fill_value'"):
+        ndd.paste(img, ratio=2.0)
+
+
+# -- bbox_paste -----------------------------------------------------------------------
+
+
+def ref_bbox_paste(boxes: np.ndarray, ratio: float, px: float, py: float, ltrb: bool) -> np.ndarray:
+    """Box by box in float32: corners c * (1 / r) + p * ((r - 1) / r), sizes w * (1 / r)."""
+    r = F32(ratio)
+    inv, move = F32(1) / r, (r - F32(1)) / r
+    sx, sy = F32(px) * move, F32(py) * move
+    out = []
+    for a, b, c, d in np.asarray(boxes, F32).reshape(-1, 4):
+        if ltrb:
+            out.append([a * inv + sx, b * inv + sy, c * inv + sx, d * inv + sy])
+        else:
+            out.append([a * inv + sx, b * inv + sy, c * inv, d * inv])
+    return np.array(out, F32).reshape(np.shape(boxes))
+
+
+def test_bbox_paste_hand_case():
+    b = np.array([[0.0, 0.0, 1.0, 1.0]], F32)
+    # the whole image pasted at the bottom right of a 4x canvas covers its last quarter
+    np.testing.assert_allclose(as_np(ndd.bbox_paste(b, ratio=4.0, paste_x=1.0, paste_y=1.0, ltrb=True)),
+                               [[0.75, 0.75, 1.0, 1.0]], atol=1e-7)
+    np.testing.assert_allclose(as_np(ndd.bbox_paste(b, ratio=2.0)), [[0.25, 0.25, 0.5, 0.5]], atol=1e-7)
+
+
+@pytest.mark.parametrize("ltrb", [False, True])
+def test_bbox_paste_random_against_reference(ltrb):
+    rng = _rng(20 + ltrb)
+    for _ in range(20):
+        boxes = rng.uniform(-0.2, 1.2, (int(rng.integers(0, 6)), 4)).astype(F32)
+        r, px, py = F32(rng.uniform(1, 5)), F32(rng.uniform(0, 1)), F32(rng.uniform(0, 1))
+        out = as_np(ndd.bbox_paste(boxes, ratio=r, paste_x=px, paste_y=py, ltrb=ltrb))
+        assert out.dtype == F32 and out.shape == boxes.shape
+        np.testing.assert_array_equal(out, ref_bbox_paste(boxes, r, px, py, ltrb))
+
+
+def test_bbox_paste_batches_and_shapes():
+    rng = _rng(22)
+    boxes = [rng.uniform(0, 1, s).astype(F32) for s in ((3, 4), (0, 4), (2, 8))]
+    ratio = [F32(v) for v in (1.0, 2.0, 3.5)]
+    out = as_np(ndd.bbox_paste(ndd.batch(boxes), ratio=ndd.batch(ratio), paste_y=0.2))
+    for i in range(3):
+        assert out[i].shape == boxes[i].shape
+        np.testing.assert_array_equal(out[i], ref_bbox_paste(boxes[i], ratio[i], 0.5, 0.2, False))
+    dense = rng.uniform(0, 1, (3, 2, 4)).astype(F32)
+    px = [F32(v) for v in (0.0, 0.5, 1.0)]
+    out = as_np(ndd.bbox_paste(ndd.batch(list(dense)), ratio=2.0, paste_x=ndd.batch(px), ltrb=True))
+    for i in range(3):
+        np.testing.assert_array_equal(out[i], ref_bbox_paste(dense[i], 2.0, px[i], 0.5, True))
+
+
+def test_bbox_paste_errors():
+    with raises(ValueError, "bbox_paste.*multiple of 4"):
+        ndd.bbox_paste(np.zeros((2, 3), F32), ratio=2.0).evaluate()
+    with raises(ValueError, "bbox_paste.*'ratio'.*at least 1"):
+        ndd.bbox_paste(np.zeros((2, 4), F32), ratio=0.5).evaluate()
+    with raises(ValueError, "bbox_paste.*must be f32"):
+        ndd.bbox_paste(np.zeros((2, 4)), ratio=2.0)
+    with raises(TypeError, "bbox_paste.*'ratio'"):
+        ndd.bbox_paste(np.zeros((2, 4), F32))
