@@ -237,3 +237,155 @@ def test_bbox_paste_errors():
         ndd.bbox_paste(np.zeros((2, 4)), ratio=2.0)
     with raises(TypeError, "bbox_paste.*'ratio'"):
         ndd.bbox_paste(np.zeros((2, 4), F32))
+
+
+# -- bbox_rotate ----------------------------------------------------------------------
+
+
+def ref_bbox_rotate(boxes, angle, h, w, oh, ow, mode="expand", thr=0.1, normalized=True, xywh=False):
+    """Box by box with math: corners about the image centre, x' = x cos + y sin,
+    y' = y cos - x sin (counter-clockwise on screen); the enclosing box (expand), the box's
+    own size turned a quarter when the rotation is nearer one (fixed), or their mean
+    (halfway); then clipped to the canvas, kept when that leaves >= thr of its area."""
+    import math
+
+    a = math.radians(angle)
+    c, s = math.cos(a), math.sin(a)
+    out, keep = [], []
+    for x0, y0, x1, y1 in np.asarray(boxes, np.float64).reshape(-1, 4):
+        if xywh:
+            x1, y1 = x0 + x1, y0 + y1
+        sx, sy = (w, h) if normalized else (1, 1)
+        xs = [x * sx - w / 2 for x in (x0, x1, x1, x0)]
+        ys = [y * sy - h / 2 for y in (y0, y0, y1, y1)]
+        xr = [x * c + y * s for x, y in zip(xs, ys)]
+        yr = [y * c - x * s for x, y in zip(xs, ys)]
+        cx, cy = (min(xr) + max(xr)) / 2, (min(yr) + max(yr)) / 2
+        ew, eh = max(xr) - min(xr), max(yr) - min(yr)
+        bw, bh = (x1 - x0) * sx, (y1 - y0) * sy
+        if abs(s) > abs(c) + 1e-9:
+            bw, bh = bh, bw
+        bw, bh = {"expand": (ew, eh), "fixed": (bw, bh), "halfway": ((ew + bw) / 2, (eh + bh) / 2)}[mode]
+        box = [cx - bw / 2 + ow / 2, cy - bh / 2 + oh / 2, cx + bw / 2 + ow / 2, cy + bh / 2 + oh / 2]
+        lim = (ow, oh)
+        if normalized:
+            box = [box[0] / ow, box[1] / oh, box[2] / ow, box[3] / oh]
+            lim = (1, 1)
+        area = (box[2] - box[0]) * (box[3] - box[1])
+        box = [min(max(v, 0), lim[k % 2]) for k, v in enumerate(box)]
+        inside = (box[2] - box[0]) * (box[3] - box[1])
+        keep.append(area > 0 and inside / area >= thr)
+        if xywh:
+            box[2], box[3] = box[2] - box[0], box[3] - box[1]
+        out.append(box)
+    out = np.array(out, F32).reshape(-1, 4)
+    return out[np.array(keep, bool)] if len(out) else out, np.array(keep, bool)
+
+
+def test_bbox_rotate_quarter_turn_by_hand():
+    # a 100 x 200 image turned 90 degrees counter-clockwise becomes 200 x 100: the box
+    # x 20..60, y 20..50 (pixels) goes to x 20..50, y 140..180
+    b = np.array([[0.1, 0.2, 0.3, 0.5]], F32)
+    out = as_np(ndd.bbox_rotate(b, angle=90.0, input_shape=[100, 200]))
+    np.testing.assert_allclose(out, [[20 / 100, 140 / 200, 50 / 100, 180 / 200]], atol=1e-6)
+    px = as_np(ndd.bbox_rotate((b * [200, 100, 200, 100]).astype(F32), angle=90.0, input_shape=[100, 200],
+                               bbox_normalized=False))
+    np.testing.assert_allclose(px, [[20, 140, 50, 180]], atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["expand", "fixed", "halfway"])
+def test_bbox_rotate_random_against_reference(mode):
+    rng = _rng(30)
+    for _ in range(15):
+        h, w = (int(v) for v in rng.integers(10, 300, 2))
+        p = rng.uniform(-0.1, 1.0, (int(rng.integers(0, 6)), 2))
+        boxes = np.concatenate([p, p + rng.uniform(0.01, 0.5, p.shape)], 1).astype(F32)
+        angle = float(rng.uniform(-360, 360))
+        keep_size = bool(rng.random() < 0.5)
+        if keep_size:
+            oh, ow = h, w
+        else:
+            a = math_radians32(angle)
+            oh, ow = rotated_canvas(h, w, a)
+        thr = float(rng.uniform(0, 0.9))
+        out = as_np(ndd.bbox_rotate(boxes, angle=angle, input_shape=[h, w], keep_size=keep_size, mode=mode,
+                                    remove_threshold=thr))
+        ref, _ = ref_bbox_rotate(boxes, angle, h, w, oh, ow, mode, thr)
+        assert out.dtype == F32 and out.shape == ref.shape
+        np.testing.assert_allclose(out, ref, atol=1e-6)
+
+
+def math_radians32(angle: float) -> float:
+    return float(np.float32(np.radians(np.float64(angle))))
+
+
+def rotated_canvas(h: int, w: int, a: float) -> tuple[int, int]:
+    """rotate's canvas: the rotated image's bounding box, rounded up, with the parity of
+    the input extent that dominates it."""
+    import math
+
+    c, s = abs(math.cos(a)), abs(math.sin(a))
+    ow, oh = math.ceil(c * w + s * h - 1e-2), math.ceil(c * h + s * w - 1e-2)
+    pw, ph = (w % 2, h % 2) if s <= c else (h % 2, w % 2)
+    return oh + ((oh % 2) ^ ph), ow + ((ow % 2) ^ pw)
+
+
+def test_bbox_rotate_labels_removed_with_their_boxes():
+    b = np.array([[0.1, 0.2, 0.3, 0.5], [0.0, 0.0, 0.05, 0.05], [0.9, 0.4, 1.0, 0.6]], F32)
+    lab = np.array([7, 8, 9], np.int32)
+    ref, keep = ref_bbox_rotate(b, 30.0, 100, 200, 100, 200)
+    assert keep.tolist() == [True, False, True]  # the corner box turns out of the image
+    boxes, labels = ndd.bbox_rotate(b, lab, angle=30.0, input_shape=[100, 200], keep_size=True)
+    np.testing.assert_allclose(as_np(boxes), ref, atol=1e-6)
+    assert as_np(labels).tolist() == [7, 9] and labels.dtype == ndd.int32
+    _, lab2 = ndd.bbox_rotate(b, lab[:, None], angle=30.0, input_shape=[100, 200], keep_size=True,
+                              remove_threshold=0.0)
+    assert as_np(lab2).tolist() == [[7], [8], [9]]
+
+
+def test_bbox_rotate_batch_per_sample_and_options():
+    rng = _rng(31)
+    boxes = [rng.uniform(0, 0.5, (n, 4)).astype(F32) for n in (3, 0, 5)]
+    for b in boxes:
+        b[:, 2:] += b[:, :2]
+    angles = [F32(v) for v in (30.0, -75.0, 200.0)]
+    shapes = [np.array(v, np.int32) for v in ((40, 60), (50, 50), (120, 90))]
+    out, labels = ndd.bbox_rotate(ndd.batch(boxes), ndd.batch([np.arange(len(b), dtype=np.int32) for b in boxes]),
+                                  angle=ndd.batch(angles), input_shape=ndd.batch(shapes), size=(150.7, 90.2))
+    for i in range(3):
+        ref, keep = ref_bbox_rotate(boxes[i], float(angles[i]), *shapes[i], 150, 90)
+        np.testing.assert_allclose(as_np(out)[i], ref, atol=1e-6)
+        assert as_np(labels)[i].tolist() == np.flatnonzero(keep).tolist()
+    # xyWH boxes in pixels, input_shape in WH order
+    b = np.array([[10, 20, 30, 40]], F32)
+    got = as_np(ndd.bbox_rotate(b, angle=20.0, input_shape=[80, 60], shape_layout="WH", bbox_layout="xyWH",
+                                bbox_normalized=False, mode="halfway"))
+    ref, _ = ref_bbox_rotate(b, 20.0, 60, 80, *rotated_canvas(60, 80, math_radians32(20.0)), mode="halfway",
+                             normalized=False, xywh=True)
+    np.testing.assert_allclose(got, ref, atol=1e-4)
+
+
+def test_bbox_rotate_errors():
+    b = np.zeros((2, 4), F32)
+    with raises(ValueError, "bbox_rotate.*'keep_size' and 'size'"):
+        ndd.bbox_rotate(b, angle=10.0, input_shape=[10, 10], keep_size=True, size=[5, 5])
+    with raises(ValueError, "bbox_rotate.*'remove_threshold'.*\\[0, 1\\)"):
+        ndd.bbox_rotate(b, angle=10.0, input_shape=[10, 10], remove_threshold=1.0)
+    with raises(ValueError, "bbox_rotate.*'mode'"):
+        ndd.bbox_rotate(b, angle=10.0, input_shape=[10, 10], mode="grow")
+    with raises(ValueError, "bbox_rotate.*'bbox_layout'"):
+        ndd.bbox_rotate(b, angle=10.0, input_shape=[10, 10], bbox_layout="XYxy")
+    with raises(ValueError, "bbox_rotate.*'shape_layout'"):
+        ndd.bbox_rotate(b, angle=10.0, input_shape=[10, 10], shape_layout="XY")
+    with raises(ValueError, "bbox_rotate.*'input_shape'.*too few"):
+        ndd.bbox_rotate(b, angle=10.0, input_shape=[10]).evaluate()
+    with raises(ValueError, "bbox_rotate.*'size'.*2 values"):
+        ndd.bbox_rotate(b, angle=10.0, input_shape=[10, 10], size=[5]).evaluate()
+    with raises(ValueError, "bbox_rotate.*2 boxes but 3 labels"):
+        ndd.bbox_rotate(b, np.zeros(3, np.int32), angle=10.0, input_shape=[10, 10])[0].evaluate()
+    with raises(ValueError, "bbox_rotate.*'labels'.*int32|bbox_rotate.*must be i32"):
+        ndd.bbox_rotate(b, np.zeros(2, np.int64), angle=10.0, input_shape=[10, 10])
+    with raises(ValueError, "bbox_rotate.*\\(N, 4\\)"):
+        ndd.bbox_rotate(np.zeros((2, 5), F32), angle=10.0, input_shape=[10, 10]).evaluate()
+    with raises(TypeError, "bbox_rotate.*'angle'"):
+        ndd.bbox_rotate(b, input_shape=[10, 10])

@@ -8,11 +8,12 @@ attached by the plugins. The argument checks a GPU kernel would repeat live here
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from . import _dtype
-from ._schema import BOOL, FLOAT, INT, INTS, STR, Arg, OpSchema, OutMeta
+from ._schema import BOOL, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta
 
 _PKG = "ndd-ops-cpu"
 
@@ -141,4 +142,72 @@ BBOX_PASTE = OpSchema(
         "corners become c / ratio + paste * (ratio - 1) / ratio, sizes w / ratio.",
 )
 
-PASTE_SCHEMAS = (COORD_FLIP, PASTE, BBOX_PASTE)
+# -- bbox_rotate ------------------------------------------------------------------
+
+
+def _bbox_rotate_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
+    op = "bbox_rotate"
+    _input(op, "bboxes", inputs[0], _dtype.float32, (2,))
+    out = [OutMeta(_dtype.float32, 2, None)]
+    if len(inputs) > 1 and inputs[1] is not None:
+        _input(op, "labels", inputs[1], _dtype.int32, (1, 2))
+        out.append(OutMeta(_dtype.int32, inputs[1].ndim, None))
+    return out
+
+
+def _bbox_rotate_validate(args: dict) -> None:
+    op = "bbox_rotate"
+    if not 0.0 <= args["remove_threshold"] < 1.0:
+        raise _err(op, "remove_threshold", f"must be in [0, 1), got {args['remove_threshold']}")
+    if args["keep_size"] and (args["size"] or "size" in args.batch_args):
+        raise ValueError(f"Operator `{op}`: arguments 'keep_size' and 'size' cannot both be given")
+    lay = args["shape_layout"]
+    if "H" not in lay or "W" not in lay:
+        raise _err(op, "shape_layout", f"must contain 'H' and 'W', got {lay!r}")
+
+
+def bbox_rotate_sizes(op: str, args: Any, i: int, sample: str) -> tuple[int, int, int, int] | tuple[int, int]:
+    """``(h, w)`` of sample ``i``'s image from input_shape (ordered as shape_layout), with
+    ``(out_h, out_w)`` when ``size`` gives the canvas (truncated to ints, as DALI)."""
+    shape = [int(v) for v in np.ravel(args.sample("input_shape", i))]
+    lay = args["shape_layout"]
+    kh, kw = lay.index("H"), lay.index("W")
+    if max(kh, kw) >= len(shape):
+        raise _err(op, "input_shape", f"has {len(shape)} value(s), too few for shape_layout {lay!r} ({sample})")
+    h, w = shape[kh], shape[kw]
+    if h < 1 or w < 1:
+        raise _err(op, "input_shape", f"must give a positive height and width, got {h} x {w} ({sample})")
+    size = [] if args["size"] is None else np.ravel(args.sample("size", i))
+    if len(size) == 0:
+        return h, w
+    if len(size) != 2:
+        raise _err(op, "size", f"must have 2 values (H, W), got {len(size)} ({sample})")
+    oh, ow = int(size[0]), int(size[1])
+    if oh < 1 or ow < 1:
+        raise _err(op, "size", f"must be at least 1 x 1, got {oh} x {ow} ({sample})")
+    return h, w, oh, ow
+
+
+BBOX_ROTATE = OpSchema(
+    "bbox_rotate", inputs=("bboxes", "labels"), min_inputs=1,
+    args={
+        "angle": Arg(FLOAT, required=True, per_sample=True, doc="rotation angle in degrees (as given to rotate)"),
+        "input_shape": Arg(INTS, required=True, per_sample=True,
+                           doc="shape of the image before rotation, ordered as shape_layout"),
+        "bbox_layout": Arg(STR, "xyXY", choices=("xyXY", "xyWH"), doc="box format: xyXY (ltrb) or xyWH"),
+        "bbox_normalized": Arg(BOOL, True, doc="boxes are relative to the image size (else in pixels)"),
+        "keep_size": Arg(BOOL, False, doc="the rotated image keeps its size (rotate's keep_size)"),
+        "mode": Arg(STR, "expand", choices=("expand", "halfway", "fixed"),
+                    doc="expand: enclose the rotated box; fixed: keep its size; halfway: between the two"),
+        "remove_threshold": Arg(FLOAT, 0.1, doc="boxes keeping less than this fraction of their area "
+                                                "inside the canvas are removed, in [0, 1)"),
+        "shape_layout": Arg(STR, "HW", doc="meaning of the values of input_shape (must contain H and W)"),
+        "size": Arg(FLOATS, None, per_sample=True, doc="output canvas (H, W) as given to rotate (not set or "
+                                                       "empty: rotate's default canvas)"),
+    },
+    infer=_bbox_rotate_infer, validate=_bbox_rotate_validate, provided_by=_PKG,
+    doc="Move boxes (N, 4) float32 (and drop their int32 labels with them) to follow an image "
+        "rotated by rotate with the same angle, keep_size and size.",
+)
+
+PASTE_SCHEMAS = (COORD_FLIP, PASTE, BBOX_PASTE, BBOX_ROTATE)

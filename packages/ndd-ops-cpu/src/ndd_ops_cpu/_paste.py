@@ -11,7 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from ndd.plugins import BatchData, KernelArgs, KernelContext, coord_flip_axes, paste_geometry
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    bbox_rotate_sizes,
+    coord_flip_axes,
+    paste_geometry,
+    rotated_size,
+)
 
 from ._common import batch_nbytes, map_samples, sample_name
 
@@ -108,3 +116,82 @@ def bbox_paste_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs
         d = bd.dense.reshape(n, -1, 4)
         return (d * scale[:, None, None] + shift[:, None, :]).reshape(bd.dense.shape)
     return [(s.reshape(-1, 4) * scale[i] + shift[i]).reshape(s.shape) for i, s in enumerate(samples)]
+
+
+# -- bbox_rotate ------------------------------------------------------------------
+
+
+def _rotate_boxes(boxes: np.ndarray, angle: float, hw: tuple[int, int], out_hw: tuple[int, int],
+                  args: KernelArgs) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes (N, 4) of an (h, w) image rotated by ``angle`` degrees onto an ``out_hw`` canvas
+    (counter-clockwise on screen, about the centres), clipped to it; and which to keep."""
+    (h, w), (oh, ow) = hw, out_hw
+    b = boxes.astype(np.float64)
+    if args["bbox_layout"] == "xyWH":
+        b[:, 2:] += b[:, :2]
+    if args["bbox_normalized"]:
+        b *= (w, h, w, h)
+    b -= (w / 2, h / 2, w / 2, h / 2)
+    a = np.radians(angle)
+    c, s = np.cos(a), np.sin(a)
+    xs, ys = b[:, [0, 2, 2, 0]], b[:, [1, 1, 3, 3]]
+    xr, yr = xs * c + ys * s, ys * c - xs * s
+    lo, hi = np.stack([xr.min(1), yr.min(1)], 1), np.stack([xr.max(1), yr.max(1)], 1)
+    mode = args["mode"]
+    if mode != "expand":
+        # the kept size takes the orientation of the enclosing box: width and height swap
+        # when the rotation is nearer a quarter turn (ties, at odd multiples of 45 degrees, keep)
+        centre, size = (lo + hi) / 2, b[:, 2:] - b[:, :2]
+        if abs(s) - abs(c) > 1e-9:
+            size = size[:, ::-1]
+        if mode == "halfway":
+            size = (size + hi - lo) / 2
+        lo, hi = centre - size / 2, centre + size / 2
+    out = np.concatenate([lo, hi], 1) + (ow / 2, oh / 2, ow / 2, oh / 2)
+    if args["bbox_normalized"]:
+        out /= (ow, oh, ow, oh)
+        limit = (1.0, 1.0)
+    else:
+        limit = (ow, oh)
+    area = (out[:, 2] - out[:, 0]) * (out[:, 3] - out[:, 1])
+    out[:, 0::2] = np.clip(out[:, 0::2], 0, limit[0])
+    out[:, 1::2] = np.clip(out[:, 1::2], 0, limit[1])
+    inside = (out[:, 2] - out[:, 0]) * (out[:, 3] - out[:, 1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keep = inside / area >= args["remove_threshold"]  # (an empty box, 0 / 0, is removed)
+    if args["bbox_layout"] == "xyWH":
+        out[:, 2:] -= out[:, :2]
+    return out.astype(_F32), keep
+
+
+def bbox_rotate_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``bbox_rotate``: boxes follow ``rotate``; those left mostly outside are removed, with
+    their labels."""
+    boxes = inputs[0]
+    labels = inputs[1] if len(inputs) > 1 else None
+    out_boxes, out_labels = [], []
+    for i, b in enumerate(boxes.samples):
+        where = sample_name(ctx, boxes, i)
+        if b.shape[1] != 4:
+            raise ValueError(f"Operator `bbox_rotate`: input 'bboxes' must be (N, 4), got {b.shape} ({where})")
+        sizes = bbox_rotate_sizes(ctx.op, args, i, where)
+        angle = float(args.sample("angle", i))
+        hw = sizes[:2]
+        if len(sizes) == 4:
+            out_hw = sizes[2:]
+        elif args["keep_size"]:
+            out_hw = hw
+        else:
+            oh, ow = rotated_size(np.array([hw[0]]), np.array([hw[1]]), np.array([angle]))
+            out_hw = (int(oh[0]), int(ow[0]))
+        res, keep = _rotate_boxes(b, angle, hw, out_hw, args)
+        out_boxes.append(res[keep])
+        if labels is not None:
+            lab = labels.samples[i]
+            if lab.ndim == 2 and lab.shape[1] != 1:
+                raise ValueError(f"Operator `bbox_rotate`: input 'labels' must be (N,) or (N, 1), got {lab.shape} "
+                                 f"({where})")
+            if len(lab) != len(b):
+                raise ValueError(f"Operator `bbox_rotate`: {where} has {len(b)} boxes but {len(lab)} labels")
+            out_labels.append(lab[keep])
+    return (out_boxes, out_labels) if labels is not None else out_boxes
