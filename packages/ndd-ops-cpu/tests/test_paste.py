@@ -389,3 +389,110 @@ def test_bbox_rotate_errors():
         ndd.bbox_rotate(np.zeros((2, 5), F32), angle=10.0, input_shape=[10, 10]).evaluate()
     with raises(TypeError, "bbox_rotate.*'angle'"):
         ndd.bbox_rotate(b, input_shape=[10, 10])
+
+
+# -- multi_paste ----------------------------------------------------------------------
+
+
+def ref_multi_paste(sources, size, in_anchors=None, shapes=None, out_anchors=None, dtype=None):
+    """Zero canvas; each region copied pixel by pixel in order (later ones on top); values
+    converted as DALI: rounded half away from zero, saturated."""
+    dtype = np.dtype(dtype or sources[0].dtype)
+    out = np.zeros((*size, sources[0].shape[2] if sources else 1), dtype)
+    for k, src in enumerate(sources):
+        y, x = in_anchors[k] if in_anchors is not None else (0, 0)
+        h, w = shapes[k] if shapes is not None else (src.shape[0] - y, src.shape[1] - x)
+        oy, ox = out_anchors[k] if out_anchors is not None else (0, 0)
+        for r in range(h):
+            for c in range(w):
+                v = src[y + r, x + c].astype(np.float64)
+                if dtype.kind in "iu":
+                    info = np.iinfo(dtype)
+                    v = np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), info.min, info.max)
+                out[oy + r, ox + c] = v
+    return out
+
+
+def _ints(*rows):
+    return ndd.batch([np.array(r, np.int32).reshape(-1, 2) for r in rows])
+
+
+def test_multi_paste_in_ids_regions():
+    imgs = [np.arange(1, 21, dtype=np.uint8).reshape(4, 5, 1), np.arange(101, 121, dtype=np.uint8).reshape(4, 5, 1)]
+    out = as_np(ndd.multi_paste(
+        ndd.batch(imgs), in_ids=ndd.batch([np.array([0, 1], np.int32), np.array([1], np.int32)]), output_size=[6, 6],
+        in_anchors=_ints([[1, 1], [0, 0]], [[1, 0]]), shapes=_ints([[2, 2], [2, 3]], [[3, 3]]),
+        out_anchors=_ints([[0, 0], [2, 1]], [[1, 2]])))
+    # by hand: sample 0 gets img0[1:3, 1:3] at (0, 0) and img1[0:2, 0:3] at (2, 1)
+    want0 = np.zeros((6, 6, 1), np.uint8)
+    want0[0:2, 0:2] = imgs[0][1:3, 1:3]
+    want0[2:4, 1:4] = imgs[1][0:2, 0:3]
+    np.testing.assert_array_equal(out[0], want0)
+    np.testing.assert_array_equal(out[1], ref_multi_paste([imgs[1]], (6, 6), [[1, 0]], [[3, 3]], [[1, 2]]))
+
+
+def test_multi_paste_several_inputs_default_canvas_and_overlap():
+    rng = _rng(40)
+    a = [rng.integers(0, 256, (5, 6, 3), dtype=np.uint8) for _ in range(2)]
+    b = [rng.integers(0, 256, (5, 6, 3), dtype=np.uint8) for _ in range(2)]
+    out = as_np(ndd.multi_paste(ndd.batch(a), ndd.batch(b), out_anchors=_ints([[0, 0], [2, 3]], [[1, 1], [0, 0]]),
+                                shapes=_ints([[5, 6], [3, 3]], [[4, 5], [5, 6]])))
+    for i in range(2):
+        want = ref_multi_paste([a[i], b[i]], (5, 6), shapes=[[5, 6], [3, 3]] if i == 0 else [[4, 5], [5, 6]],
+                               out_anchors=[[0, 0], [2, 3]] if i == 0 else [[1, 1], [0, 0]])
+        np.testing.assert_array_equal(out[i], want)
+    np.testing.assert_array_equal(out[1], b[1])  # the second region covers all of the first
+    t = ndd.multi_paste(ndd.tensor(a[0]), in_ids=[0, 0], output_size=[7, 8], out_anchors=[[0, 0], [2, 2]])
+    assert isinstance(t, ndd.Tensor) and t.layout == "HWC"
+    np.testing.assert_array_equal(as_np(t), ref_multi_paste([a[0], a[0]], (7, 8), out_anchors=[[0, 0], [2, 2]]))
+
+
+def test_multi_paste_relative_arguments_round_anchors_down_shapes_up():
+    img = np.arange(1, 101, dtype=np.uint8).reshape(10, 10, 1)
+    rel = lambda v: ndd.batch([np.array(v, F32).reshape(-1, 2)])  # noqa: E731
+    out = as_np(ndd.multi_paste(ndd.batch([img]), in_ids=ndd.batch([np.array([0], np.int32)]), output_size=[20, 20],
+                                in_anchors_rel=rel([0.18, 0.52]), shapes_rel=rel([0.38, 0.12]),
+                                out_anchors_rel=rel([0.249, 0.5])))[0]
+    # anchor floor(1.8, 5.2) = (1, 5); shape ceil(3.8, 1.2) = (4, 2); at floor(4.98, 10) = (4, 10)
+    np.testing.assert_array_equal(out, ref_multi_paste([img], (20, 20), [[1, 5]], [[4, 2]], [[4, 10]]))
+
+
+@pytest.mark.parametrize("dtype", [ndd.uint8, ndd.int16, ndd.int32, ndd.float32])
+def test_multi_paste_dtype_conversion(dtype):
+    img = np.array([[3.5, -1, 300, 2.5], [0.49, 255.5, -0.5, 1e10]], F32)[..., None]
+    out = ndd.multi_paste(ndd.batch([img]), in_ids=ndd.batch([np.array([0], np.int32)]), dtype=dtype)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(as_np(out)[0], ref_multi_paste([img], (2, 4), dtype=dtype.numpy_dtype))
+
+
+def test_multi_paste_errors():
+    imgs = ndd.batch([np.zeros((4, 5, 1), np.uint8), np.zeros((3, 4, 1), np.uint8)])
+    ids = ndd.batch([np.array([0], np.int32), np.array([1], np.int32)])
+    with raises(ValueError, "multi_paste.*same shape"):
+        ndd.multi_paste(imgs, in_ids=ids).evaluate()
+    with raises(ValueError, "multi_paste.*not within the output"):
+        ndd.multi_paste(imgs, in_ids=ids, output_size=[3, 3]).evaluate()
+    with raises(ValueError, "multi_paste.*not within its input"):
+        ndd.multi_paste(imgs, in_ids=ids, output_size=[6, 6], in_anchors=_ints([[1, 1]], [[0, 0]]),
+                        shapes=_ints([[4, 4]], [[1, 1]])).evaluate()
+    with raises(ValueError, "multi_paste.*'in_ids'.*\\[0, 1\\]"):
+        ndd.multi_paste(imgs, in_ids=ndd.batch([np.array([2], np.int32)] * 2), output_size=[6, 6]).evaluate()
+    with raises(ValueError, "multi_paste.*'in_anchors' and 'in_anchors_rel'"):
+        ndd.multi_paste(imgs, in_ids=ids, in_anchors=[[0, 0]], in_anchors_rel=[[0.5, 0.5]])
+    with raises(ValueError, "multi_paste.*'shapes_rel'.*\\[0, 1\\]"):
+        ndd.multi_paste(imgs, in_ids=ids, output_size=[6, 6], shapes_rel=[[1.5, 0.5]]).evaluate()
+    with raises(ValueError, "multi_paste.*'out_anchors'.*\\(1, 2\\)"):
+        ndd.multi_paste(imgs, in_ids=ids, output_size=[6, 6], out_anchors=_ints([[0, 0], [1, 1]], [[0, 0]])).evaluate()
+    with raises(ValueError, "multi_paste.*exactly one input"):
+        ndd.multi_paste(imgs, imgs, in_ids=ids)
+    with raises(ValueError, "multi_paste.*same type"):
+        ndd.multi_paste(imgs, ndd.batch([np.zeros((4, 5, 1), np.int16)] * 2), output_size=[6, 6])
+    with raises(ValueError, "multi_paste.*supported"):
+        ndd.multi_paste(ndd.batch([np.zeros((4, 5, 1), np.uint16)]), in_ids=[0])
+    with raises(ValueError, "multi_paste.*'dtype'"):
+        ndd.multi_paste(imgs, in_ids=ids, output_size=[6, 6], dtype=ndd.int8)
+    with raises(ValueError, "multi_paste.*HWC"):
+        ndd.multi_paste(ndd.batch([np.zeros((4, 5), np.uint8)]), in_ids=[0])
+    with raises(ValueError, "multi_paste.*different numbers of channels"):
+        ndd.multi_paste(ndd.batch([np.zeros((4, 5, 1), np.uint8), np.zeros((4, 5, 3), np.uint8)]),
+                        in_ids=[0, 1]).evaluate()

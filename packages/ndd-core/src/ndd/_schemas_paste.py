@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtype
-from ._schema import BOOL, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta
+from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta
 
 _PKG = "ndd-ops-cpu"
 
@@ -210,4 +210,68 @@ BBOX_ROTATE = OpSchema(
         "rotated by rotate with the same angle, keep_size and size.",
 )
 
-PASTE_SCHEMAS = (COORD_FLIP, PASTE, BBOX_PASTE, BBOX_ROTATE)
+# -- multi_paste ------------------------------------------------------------------
+
+MULTI_PASTE_DTYPES = (_dtype.uint8, _dtype.int16, _dtype.int32, _dtype.float32)
+# (absolute argument, relative one): each region's input anchor, shape and output anchor
+MULTI_PASTE_REGION_ARGS = (("in_anchors", "in_anchors_rel"), ("shapes", "shapes_rel"),
+                           ("out_anchors", "out_anchors_rel"))
+
+
+def _multi_paste_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
+    op = "multi_paste"
+    m = inputs[0]
+    if len(inputs) > 1 and (args["in_ids"] is not None or "in_ids" in args.batch_args):
+        raise ValueError(f"Operator `{op}`: with 'in_ids' it takes exactly one input batch, got {len(inputs)}")
+    for k, x in enumerate(inputs):
+        if x.dtype not in MULTI_PASTE_DTYPES:
+            raise ValueError(f"Operator `{op}`: input {k} has type {x.dtype}; supported: "
+                             f"{', '.join(map(str, MULTI_PASTE_DTYPES))}")
+        if x.dtype != m.dtype:
+            raise ValueError(f"Operator `{op}`: all inputs must have the same type, got {m.dtype} and {x.dtype}")
+        if x.ndim != 3 or x.layout not in (None, "", "HWC"):
+            raise ValueError(f"Operator `{op}`: input {k} must be HWC images, got {x.ndim}-D "
+                             f"with layout {x.layout!r}")
+    out = args["dtype"] or m.dtype
+    if out not in MULTI_PASTE_DTYPES:
+        raise _err(op, "dtype", f"must be one of {', '.join(map(str, MULTI_PASTE_DTYPES))}, got {out}")
+    return [OutMeta(out, 3, "HWC")]
+
+
+def _multi_paste_validate(args: Any) -> None:
+    for absolute, rel in MULTI_PASTE_REGION_ARGS:
+        if all(args[k] is not None or k in args.batch_args for k in (absolute, rel)):
+            raise ValueError(f"Operator `multi_paste`: arguments '{absolute}' and '{rel}' cannot both be given")
+
+
+def _regions_doc(what: str) -> str:
+    return f"{what}, one (y, x) pair per pasted region: a (regions, 2) array"
+
+
+MULTI_PASTE = OpSchema(
+    "multi_paste", inputs=("input_0",), variadic=True,
+    args={
+        "in_ids": Arg(INTS, None, per_sample=True,
+                      doc="indices of the samples of the (single) input pasted into each output sample, in order "
+                          "(not set: sample i of every input goes into output sample i)"),
+        "in_anchors": Arg(INTS, None, per_sample=True, doc=_regions_doc("top-left corner in the input (not set: 0)")),
+        "in_anchors_rel": Arg(FLOATS, None, per_sample=True,
+                              doc=_regions_doc("in_anchors as fractions of the input size, in [0, 1]")),
+        "shapes": Arg(INTS, None, per_sample=True,
+                      doc=_regions_doc("region size (not set: from the input anchor to the input's end)")),
+        "shapes_rel": Arg(FLOATS, None, per_sample=True,
+                          doc=_regions_doc("shapes as fractions of the input size, in [0, 1]")),
+        "out_anchors": Arg(INTS, None, per_sample=True,
+                           doc=_regions_doc("top-left corner in the output (not set: 0)")),
+        "out_anchors_rel": Arg(FLOATS, None, per_sample=True,
+                               doc=_regions_doc("out_anchors as fractions of the output size, in [0, 1]")),
+        "output_size": Arg(INTS, None, per_sample=True,
+                           doc="(H, W) of the output canvas (not set: the inputs' shared shape)"),
+        "dtype": Arg(DTYPE, None, doc="output type: uint8, int16, int32 or float32 (not set: the input's)"),
+    },
+    infer=_multi_paste_infer, validate=_multi_paste_validate, provided_by=_PKG,
+    doc="Paste regions of HWC images into zero-filled canvases, later regions over earlier ones; "
+        "relative anchors round down and relative shapes up.",
+)
+
+PASTE_SCHEMAS = (COORD_FLIP, PASTE, BBOX_PASTE, BBOX_ROTATE, MULTI_PASTE)

@@ -87,7 +87,7 @@ from ._pixel_args import (
 from ._plugins import PluginRecord, Registry
 from ._saturate import cast_plan, saturate_cast
 from ._schema import Arg, OpSchema, OutMeta
-from ._schemas_paste import bbox_rotate_sizes, coord_flip_axes, paste_geometry
+from ._schemas_paste import MULTI_PASTE_REGION_ARGS, bbox_rotate_sizes, coord_flip_axes, paste_geometry
 from ._shape_ops import slice_box
 from ._storage import BatchData, LazyBatchData
 from ._transforms import check_points, coord_transform_params, transform_points
@@ -111,7 +111,7 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "BoxEncoding", "bb_flip_flags", "box_centers", "box_encoding", "check_box_encoder_sample",
            "sample_flags", "check_points", "coord_transform_params", "transform_points"]
 # ... by the paste family (_schemas_paste)
-__all__ += ["bbox_rotate_sizes", "coord_flip_axes", "paste_geometry"]
+__all__ += ["MULTI_PASTE_REGION_ARGS", "bbox_rotate_sizes", "coord_flip_axes", "paste_geometry"]
 
 
 @dataclass

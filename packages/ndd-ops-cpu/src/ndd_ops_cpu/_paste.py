@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ndd.plugins import (
+    MULTI_PASTE_REGION_ARGS,
     BatchData,
     KernelArgs,
     KernelContext,
@@ -21,7 +22,7 @@ from ndd.plugins import (
     rotated_size,
 )
 
-from ._common import batch_nbytes, map_samples, sample_name
+from ._common import batch_nbytes, cast_to, map_samples, sample_name
 
 _F32 = np.float32
 
@@ -195,3 +196,90 @@ def bbox_rotate_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
                 raise ValueError(f"Operator `bbox_rotate`: {where} has {len(b)} boxes but {len(lab)} labels")
             out_labels.append(lab[keep])
     return (out_boxes, out_labels) if labels is not None else out_boxes
+
+
+# -- multi_paste ------------------------------------------------------------------
+
+
+def _region_values(args: KernelArgs, name: str, i: int, n: int, where: str) -> np.ndarray | None:
+    """Argument ``name`` for output sample ``i`` as an (n, 2) array (None: not given)."""
+    if args[name] is None:
+        return None
+    v = np.asarray(args.sample(name, i))
+    if (args.is_per_sample(name) and v.ndim != 2) or v.size != 2 * n:
+        raise ValueError(f"Operator `multi_paste`: argument '{name}' must be a ({n}, 2) array for {where} "
+                         f"({n} pasted region(s)), got shape {v.shape}")
+    v = v.reshape(n, 2)
+    if v.dtype.kind == "f" and not ((v >= 0) & (v <= 1)).all():
+        raise ValueError(f"Operator `multi_paste`: argument '{name}' must be in [0, 1], got {v.tolist()} ({where})")
+    return v
+
+
+def _scaled(rel: np.ndarray, size: Any, up: bool) -> np.ndarray:
+    """Relative (n, 2) values times sizes (float32, as DALI), rounded up or down."""
+    v = rel.astype(_F32) * np.asarray(size, _F32)
+    return (np.ceil(v) if up else np.floor(v)).astype(np.int64)
+
+
+def _canvas_size(inputs: list[BatchData], args: KernelArgs, i: int, where: str) -> tuple[int, int]:
+    if args["output_size"] is not None:
+        size = [int(v) for v in np.ravel(args.sample("output_size", i))]
+        if len(size) not in (2, 3) or min(size[:2]) < 0:
+            raise ValueError(f"Operator `multi_paste`: argument 'output_size' must be a non-negative (H, W), "
+                             f"got {size} ({where})")
+        return size[0], size[1]
+    shapes = {s.shape[:2] for bd in inputs for s in bd.samples}
+    if len(shapes) != 1:
+        raise ValueError("Operator `multi_paste`: without 'output_size' all input samples must have the same "
+                         f"shape, got {' and '.join(map(str, sorted(shapes)[:2]))}")
+    return next(iter(shapes))
+
+
+def multi_paste_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``multi_paste``: regions of input samples pasted, in order, into zero canvases."""
+    out_dtype = np.dtype(ctx.output_meta[0].dtype.numpy_dtype)
+    n_in = len(inputs[0])
+    outs = []
+    for i in range(ctx.batch_size):
+        where = f"output sample {i}"
+        if args["in_ids"] is not None:
+            ids = [int(v) for v in np.ravel(args.sample("in_ids", i))]
+            bad = [j for j in ids if not 0 <= j < n_in]
+            if bad:
+                raise ValueError(f"Operator `multi_paste`: argument 'in_ids' must be in [0, {n_in - 1}], got "
+                                 f"{bad[0]} ({where})")
+            sources = [inputs[0].samples[j] for j in ids]
+        else:
+            sources = [bd.samples[i] for bd in inputs]
+        n = len(sources)
+        oh, ow = _canvas_size(inputs, args, i, where)
+        channels = {s.shape[2] for s in sources} or {inputs[0].samples[i].shape[2]}  # (none: as input sample i)
+        if len(channels) != 1:
+            raise ValueError(f"Operator `multi_paste`: the regions pasted into {where} have different numbers "
+                             f"of channels: {sorted(channels)}")
+        out = np.zeros((oh, ow, channels.pop()), out_dtype)
+        given = {k: _region_values(args, k, i, n, where) for pair in MULTI_PASTE_REGION_ARGS for k in pair}
+        src_hw = np.array([s.shape[:2] for s in sources], np.int64).reshape(n, 2)
+        anchor = given["in_anchors"]
+        if anchor is None:
+            rel = given["in_anchors_rel"]
+            anchor = np.zeros((n, 2), np.int64) if rel is None else _scaled(rel, src_hw, False)
+        shape = given["shapes"]
+        if shape is None:
+            rel = given["shapes_rel"]
+            shape = src_hw - anchor if rel is None else _scaled(rel, src_hw, True)
+        at = given["out_anchors"]
+        if at is None:
+            rel = given["out_anchors_rel"]
+            at = np.zeros((n, 2), np.int64) if rel is None else _scaled(rel, (oh, ow), False)
+        for k, src in enumerate(sources):
+            (y, x), (h, w), (oy, ox) = anchor[k], shape[k], at[k]
+            if min(y, x, h, w) < 0 or y + h > src.shape[0] or x + w > src.shape[1]:
+                raise ValueError(f"Operator `multi_paste`: region {k} of {where} (anchor {y} x {x}, shape {h} x {w}) "
+                                 f"is not within its input of shape {src.shape[0]} x {src.shape[1]}")
+            if min(oy, ox) < 0 or oy + h > oh or ox + w > ow:
+                raise ValueError(f"Operator `multi_paste`: region {k} of {where} (output anchor {oy} x {ox}, shape "
+                                 f"{h} x {w}) is not within the output of shape {oh} x {ow}")
+            out[oy:oy + h, ox:ox + w] = cast_to(src[y:y + h, x:x + w], out_dtype)
+        outs.append(out)
+    return outs

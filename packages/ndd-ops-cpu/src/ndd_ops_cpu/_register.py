@@ -10,7 +10,7 @@ from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
 from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
 from ._normalize import cmn_cpu, normalize_cpu
-from ._paste import bbox_paste_cpu, bbox_rotate_cpu, coord_flip_cpu, paste_cpu
+from ._paste import bbox_paste_cpu, bbox_rotate_cpu, coord_flip_cpu, multi_paste_cpu, paste_cpu
 from ._pixel import color_space_conversion_cpu, erase_cpu, lookup_table_cpu
 from ._random_bbox import random_bbox_crop_cpu
 from ._resize import random_resized_crop_cpu, resize_cpu
@@ -44,6 +44,7 @@ KERNELS = {
     "paste": paste_cpu,
     "bbox_paste": bbox_paste_cpu,
     "bbox_rotate": bbox_rotate_cpu,
+    "multi_paste": multi_paste_cpu,
 }
 
 
