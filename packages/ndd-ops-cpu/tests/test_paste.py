@@ -263,7 +263,7 @@ def ref_bbox_rotate(boxes, angle, h, w, oh, ow, mode="expand", thr=0.1, normaliz
         cx, cy = (min(xr) + max(xr)) / 2, (min(yr) + max(yr)) / 2
         ew, eh = max(xr) - min(xr), max(yr) - min(yr)
         bw, bh = (x1 - x0) * sx, (y1 - y0) * sy
-        if abs(s) > abs(c) + 1e-9:
+        if abs(s) > abs(c) + 1e-6:
             bw, bh = bh, bw
         bw, bh = {"expand": (ew, eh), "fixed": (bw, bh), "halfway": ((ew + bw) / 2, (eh + bh) / 2)}[mode]
         box = [cx - bw / 2 + ow / 2, cy - bh / 2 + oh / 2, cx + bw / 2 + ow / 2, cy + bh / 2 + oh / 2]

@@ -133,7 +133,7 @@ def _rotate_boxes(boxes: np.ndarray, angle: float, hw: tuple[int, int], out_hw: 
     if args["bbox_normalized"]:
         b *= (w, h, w, h)
     b -= (w / 2, h / 2, w / 2, h / 2)
-    a = np.radians(angle)
+    a = float(np.float32(np.radians(angle)))  # (float32 radians, as DALI: sin(180 deg) is -8.7e-8)
     c, s = np.cos(a), np.sin(a)
     xs, ys = b[:, [0, 2, 2, 0]], b[:, [1, 1, 3, 3]]
     xr, yr = xs * c + ys * s, ys * c - xs * s
@@ -143,7 +143,7 @@ def _rotate_boxes(boxes: np.ndarray, angle: float, hw: tuple[int, int], out_hw: 
         # the kept size takes the orientation of the enclosing box: width and height swap
         # when the rotation is nearer a quarter turn (ties, at odd multiples of 45 degrees, keep)
         centre, size = (lo + hi) / 2, b[:, 2:] - b[:, :2]
-        if abs(s) - abs(c) > 1e-9:
+        if abs(s) - abs(c) > 1e-6:
             size = size[:, ::-1]
         if mode == "halfway":
             size = (size + hi - lo) / 2
