@@ -228,34 +228,23 @@ def register(reg: Registry) -> None:
     from ._reductions import REDUCTION_OPS
     from ._shape_ops import SHAPE_OPS
     from ._transforms import TRANSFORM_OPS
+    from ._util_ops import UTIL_OPS, alias_schemas
 
-    for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS + TRANSFORM_OPS + REDUCTION_OPS + NOISE_OPS:
+    for schema, kernel in BUILTINS + ARITH_OPS + SHAPE_OPS + TRANSFORM_OPS + REDUCTION_OPS + NOISE_OPS + UTIL_OPS:
         reg.add_schema(schema)
         reg.add_kernel(schema.name, "cpu", kernel)
     reg.add_schema(TO_DEVICE)
     reg.add_kernel(TO_DEVICE.name, "gpu", _to_gpu)
-    from ._schemas_image import IMAGE_SCHEMAS
-
-    for s in IMAGE_SCHEMAS:
-        reg.add_schema(s)
-    from ._schemas_bbox import BBOX_SCHEMAS
-    for s in BBOX_SCHEMAS:
-        reg.add_schema(s)
-    from ._schemas_pixel import PIXEL_SCHEMAS
-    for s in PIXEL_SCHEMAS:
-        reg.add_schema(s)
-    from ._schemas_random_bbox import RANDOM_BBOX_SCHEMAS
-    for s in RANDOM_BBOX_SCHEMAS:
-        reg.add_schema(s)
+    # Operators whose kernels come from plugins (ndd-ops-cpu, ndd-ops-cuda): schemas only.
     from ._schemas_augment import AUGMENT_SCHEMAS
-    for s in AUGMENT_SCHEMAS:
-        reg.add_schema(s)
+    from ._schemas_bbox import BBOX_SCHEMAS
+    from ._schemas_image import IMAGE_SCHEMAS
+    from ._schemas_paste import PASTE_SCHEMAS
+    from ._schemas_pixel import PIXEL_SCHEMAS
+    from ._schemas_random_bbox import RANDOM_BBOX_SCHEMAS
     from ._schemas_segmentation import SEGMENTATION_SCHEMAS
-    for s in SEGMENTATION_SCHEMAS:
-        reg.add_schema(s)
-    from ._util_ops import UTIL_OPS, alias_schemas
-    for schema, kernel in UTIL_OPS:
-        reg.add_schema(schema)
-        reg.add_kernel(schema.name, "cpu", kernel)
-    for s in alias_schemas():
-        reg.add_schema(s)
+
+    for group in (IMAGE_SCHEMAS, BBOX_SCHEMAS, PIXEL_SCHEMAS, RANDOM_BBOX_SCHEMAS, AUGMENT_SCHEMAS,
+                  SEGMENTATION_SCHEMAS, PASTE_SCHEMAS, alias_schemas()):
+        for s in group:
+            reg.add_schema(s)

@@ -11,6 +11,7 @@ from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
 from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
 from ._normalize import cmn_cpu, normalize_cpu
+from ._paste import bbox_paste_cpu, bbox_rotate_cpu, coord_flip_cpu, multi_paste_cpu, paste_cpu
 from ._pixel import color_space_conversion_cpu, erase_cpu, lookup_table_cpu
 from ._random_bbox import random_bbox_crop_cpu
 from ._resize import random_resized_crop_cpu, resize_cpu
@@ -57,6 +58,11 @@ KERNELS = {
     "random_crop_generator": random_crop_generator_cpu,
     "segmentation.random_mask_pixel": random_mask_pixel_cpu,
     "segmentation.random_object_bbox": random_object_bbox_cpu,
+    "coord_flip": coord_flip_cpu,
+    "paste": paste_cpu,
+    "bbox_paste": bbox_paste_cpu,
+    "bbox_rotate": bbox_rotate_cpu,
+    "multi_paste": multi_paste_cpu,
 }
 
 
