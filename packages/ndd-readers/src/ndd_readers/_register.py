@@ -12,6 +12,7 @@ def register(reg: Registry) -> None:
     from ._file import File
     from ._numpy_reader import Numpy
     from ._tfrecord_reader import TFRecord
+    from ._webdataset import Webdataset
     from .distributed import shard_args
 
     reg.add_reader("File", File)
@@ -19,4 +20,5 @@ def register(reg: Registry) -> None:
     reg.add_reader("TFRecord", TFRecord)
     reg.add_reader("COCO", COCO)
     reg.add_reader("Numpy", Numpy)
+    reg.add_reader("Webdataset", Webdataset)
     reg.add_reader("shard_args", shard_args)  # ours: a helper function, not a reader class
