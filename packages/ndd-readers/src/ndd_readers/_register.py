@@ -7,6 +7,7 @@ from ndd.plugins import Registry
 
 def register(reg: Registry) -> None:
     """Publish this package's reader classes under ``ndd.readers``."""
+    from ._caffe import Caffe
     from ._caffe2_reader import Caffe2
     from ._coco import COCO
     from ._file import File
@@ -16,6 +17,7 @@ def register(reg: Registry) -> None:
     from .distributed import shard_args
 
     reg.add_reader("File", File)
+    reg.add_reader("Caffe", Caffe)
     reg.add_reader("Caffe2", Caffe2)
     reg.add_reader("TFRecord", TFRecord)
     reg.add_reader("COCO", COCO)
