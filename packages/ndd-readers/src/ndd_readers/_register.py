@@ -11,6 +11,7 @@ def register(reg: Registry) -> None:
     from ._caffe2_reader import Caffe2
     from ._coco import COCO
     from ._file import File
+    from ._mxnet import MXNet
     from ._numpy_reader import Numpy
     from ._tfrecord_reader import TFRecord
     from ._webdataset import Webdataset
@@ -22,5 +23,6 @@ def register(reg: Registry) -> None:
     reg.add_reader("TFRecord", TFRecord)
     reg.add_reader("COCO", COCO)
     reg.add_reader("Numpy", Numpy)
+    reg.add_reader("MXNet", MXNet)
     reg.add_reader("Webdataset", Webdataset)
     reg.add_reader("shard_args", shard_args)  # ours: a helper function, not a reader class
