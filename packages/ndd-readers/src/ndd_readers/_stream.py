@@ -24,7 +24,7 @@ Definitions (N samples, S shards, reader shard ``s0``, batch size ``B``; sample 
 * ``shuffle_after_epoch``: pass ``g`` (the segment index) reads the dataset in the
   order of a permutation drawn from PCG64 seeded by ``(shuffle_after_epoch_seed, g)``;
   every shard sees the same permutation, so the shards still partition the data.
-  A reader of container files (Webdataset) gives the sizes of its files as ``groups``:
+  A reader of container files (Webdataset, MXNet) gives their sample counts as ``groups``:
   then the permutation moves whole files, keeping each file's samples in order (DALI's
   file-order shuffle), and ``random_shuffle`` may be combined with it.
 * ``random_shuffle``: readers of file lists first put the list in DALI's fixed shuffled
