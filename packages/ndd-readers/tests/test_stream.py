@@ -314,3 +314,29 @@ def test_restore_rejects_another_configuration():
         SampleStream(10).restore(state)
     with pytest.raises(ValueError, match="Corrupted"):
         SampleStream(10).restore({"epoch": 1})
+
+
+def test_groups_make_shuffle_after_epoch_move_whole_files():
+    """With ``groups`` (the samples of each file), shuffle_after_epoch permutes files, keeping
+    each file's samples in order, and may be combined with random_shuffle."""
+    groups = [3, 1, 4, 2]
+    blocks = [[0, 1, 2], [3], [4, 5, 6, 7], [8, 9]]
+    s = SampleStream(10, shuffle_after_epoch=True, groups=groups)
+    seen = set()
+    for g in range(8):
+        order = s._permutation(g).tolist()
+        assert sorted(order) == list(range(10))
+        starts = [b[0] for b in blocks]
+        k, files = 0, []
+        while k < 10:
+            f = starts.index(order[k])
+            assert order[k:k + len(blocks[f])] == blocks[f]
+            files.append(f)
+            k += len(blocks[f])
+        seen.add(tuple(files))
+    assert len(seen) > 1
+    SampleStream(10, shuffle_after_epoch=True, random_shuffle=True, groups=groups)
+    with pytest.raises(ValueError, match="cannot be both true"):
+        SampleStream(10, shuffle_after_epoch=True, random_shuffle=True)
+    with pytest.raises(ValueError, match="the groups hold 9 samples, not 10"):
+        SampleStream(10, groups=[3, 6])

@@ -53,6 +53,9 @@ class Dataset:
 
     names: tuple[str, ...] | None = None
     layouts: tuple[str | None, ...] = ()
+    groups: list[int] | None = None
+    """The samples of each source file, in order, for readers whose ``shuffle_after_epoch``
+    reorders whole files (see ``_stream``); None: it reorders samples."""
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -239,7 +242,8 @@ class StreamReader(Reader):
         if self._stream is None:
             ds = self._open()
             try:
-                self._stream = SampleStream(len(ds), shuffle_list=self._SHUFFLES_LIST, **self._stream_args)
+                self._stream = SampleStream(len(ds), shuffle_list=self._SHUFFLES_LIST, groups=ds.groups,
+                                            **self._stream_args)
             except BaseException:
                 ds.close()
                 raise

@@ -7,16 +7,22 @@ from ndd.plugins import Registry
 
 def register(reg: Registry) -> None:
     """Publish this package's reader classes under ``ndd.readers``."""
+    from ._caffe import Caffe
     from ._caffe2_reader import Caffe2
     from ._coco import COCO
     from ._file import File
+    from ._mxnet import MXNet
     from ._numpy_reader import Numpy
     from ._tfrecord_reader import TFRecord
+    from ._webdataset import Webdataset
     from .distributed import shard_args
 
     reg.add_reader("File", File)
+    reg.add_reader("Caffe", Caffe)
     reg.add_reader("Caffe2", Caffe2)
     reg.add_reader("TFRecord", TFRecord)
     reg.add_reader("COCO", COCO)
     reg.add_reader("Numpy", Numpy)
+    reg.add_reader("MXNet", MXNet)
+    reg.add_reader("Webdataset", Webdataset)
     reg.add_reader("shard_args", shard_args)  # ours: a helper function, not a reader class

@@ -24,6 +24,9 @@ Definitions (N samples, S shards, reader shard ``s0``, batch size ``B``; sample 
 * ``shuffle_after_epoch``: pass ``g`` (the segment index) reads the dataset in the
   order of a permutation drawn from PCG64 seeded by ``(shuffle_after_epoch_seed, g)``;
   every shard sees the same permutation, so the shards still partition the data.
+  A reader of container files (Webdataset, MXNet) gives their sample counts as ``groups``:
+  then the permutation moves whole files, keeping each file's samples in order (DALI's
+  file-order shuffle), and ``random_shuffle`` may be combined with it.
 * ``random_shuffle``: readers of file lists first put the list in DALI's fixed shuffled
   order (:func:`dali_list_order`), so that the shards hold what DALI's hold. Then a
   shuffle buffer of ``initial_fill`` indices per segment. The
@@ -167,6 +170,7 @@ class SampleStream:
         shuffle_after_epoch: bool = False,
         shuffle_after_epoch_seed: int = DEFAULT_SHUFFLE_AFTER_EPOCH_SEED,
         shuffle_list: bool = False,
+        groups: list[int] | None = None,
     ) -> None:
         check_sharding(shard_id, num_shards)
         if size < 1:
@@ -179,7 +183,9 @@ class SampleStream:
         if initial_fill < 0:
             raise ValueError(f"initial_fill must be >= 0, got {initial_fill}")
         initial_fill = max(initial_fill, 1)  # 0 (which DALI accepts): a buffer of one, no shuffling
-        if shuffle_after_epoch and random_shuffle:
+        if groups is not None and sum(groups) != size:
+            raise ValueError(f"the groups hold {sum(groups)} samples, not {size}")
+        if shuffle_after_epoch and random_shuffle and groups is None:
             raise ValueError("shuffle_after_epoch and random_shuffle cannot be both true")
         if shuffle_after_epoch and stick_to_shard:
             raise ValueError("shuffle_after_epoch and stick_to_shard cannot be both true")
@@ -197,6 +203,7 @@ class SampleStream:
         self.padded_size = s * -(-size // s) if pad_last_batch else size
         # A file-list reader's entries in DALI's shuffled order (see dali_list_order).
         self._order = dali_list_order(size) if shuffle_list and self.random_shuffle else None
+        self._groups = None if groups is None else np.asarray(groups, np.int64)
         self._cache: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -234,7 +241,7 @@ class SampleStream:
             order = self._cache.get(g)
             if order is None:
                 if self.shuffle_after_epoch:
-                    source = _rng(self.shuffle_after_epoch_seed, g).permutation(self.size)[start:stop]
+                    source = self._permutation(g)[start:stop]
                 else:
                     source = np.arange(start, stop, dtype=np.int64)
                 if self.random_shuffle:
@@ -244,6 +251,16 @@ class SampleStream:
                     self._cache.pop(next(iter(self._cache)))
                 self._cache[g] = order
             return order
+
+    def _permutation(self, g: int) -> np.ndarray:
+        """Pass ``g``'s order of the dataset with ``shuffle_after_epoch``: of the samples, or
+        of whole groups (files) when the reader gave ``groups``."""
+        rng = _rng(self.shuffle_after_epoch_seed, g)
+        if self._groups is None:
+            return rng.permutation(self.size)
+        starts = np.cumsum(self._groups) - self._groups
+        order = rng.permutation(len(self._groups))
+        return np.concatenate([np.arange(starts[k], starts[k] + self._groups[k]) for k in order])
 
     def _plain(self) -> bool:
         return not (self.random_shuffle or self.shuffle_after_epoch)
