@@ -35,6 +35,11 @@ _NO_GETITEM = (
 )
 
 
+# What a Batch holds (its slots but __weakref__): the constructor copies them from the Batch
+# ``_make_batch`` builds.
+_STATE = ("_bd", "_inv", "_idx", "_dtype", "_layout", "_device", "_ndim", "_bs", "_ext", "_meta_extra")
+
+
 class Batch:
     """A batch of samples, possibly the lazy result of an operator call.
 
@@ -43,11 +48,20 @@ class Batch:
     ``shape`` (a list of per-sample tuples) waits for the data.
     """
 
-    __slots__ = ("_bd", "_inv", "_idx", "_dtype", "_layout", "_device", "_ndim", "_bs", "_ext",
-                 "_meta_extra", "__weakref__")
+    __slots__ = (*_STATE, "__weakref__")
 
-    def __init__(self) -> None:  # pragma: no cover - guarded
-        raise TypeError("Do not construct Batch directly; use ndd.batch() or ndd.as_batch().")
+    def __init__(self, tensors: Any = None, dtype: Any = None, device: Any = None, layout: str | None = None,
+                 copy: bool = False) -> None:
+        """``tensors`` wrapped as :func:`ndd.as_batch` wraps them (``copy=True``: copied, as
+        :func:`ndd.batch`), as DALI's constructor does."""
+        if tensors is None:
+            raise TypeError("Batch() needs tensors: a list of tensor-likes, one tensor-like whose outer "
+                            "dimension is the batch, or a Batch")
+        from ._construct import _make_batch  # (_construct imports this module)
+
+        src = _make_batch(tensors, dtype, device, layout, copy)
+        for k in _STATE:
+            setattr(self, k, getattr(src, k))
 
     @classmethod
     def _wrap(

@@ -89,8 +89,8 @@ class Device:
 CPU = Device("cpu")
 
 
-def device(x: Any, device_id: int | None = None) -> Device:
-    """Convert a name or Device to a :class:`Device`."""
-    if isinstance(x, Device) and device_id is None:
-        return x
-    return Device(x, device_id)
+def device(obj: Any, id: int | None = None) -> Device:  # noqa: A002 - DALI's argument name
+    """Convert a name or Device to a :class:`Device` (``id``: the device index)."""
+    if isinstance(obj, Device) and id is None:
+        return obj
+    return Device(obj, id)

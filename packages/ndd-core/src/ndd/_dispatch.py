@@ -101,6 +101,8 @@ class KernelContext:
 
 def call(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
     """Entry point of every generated operator function."""
+    if schema.deprecated and not schema.deprecated.keys().isdisjoint(kwargs):
+        kwargs = _undeprecated(schema, kwargs)
     device = kwargs.get("device")
     if device is not None and device is not _CPU_NAME and not schema.host_inputs:
         inputs = _inputs_on(schema, inputs, device)
@@ -116,6 +118,27 @@ def call(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
 
 
 _CPU_NAME = "cpu"
+
+
+def _undeprecated(schema: OpSchema, kwargs: dict) -> dict:
+    """``kwargs`` with DALI's deprecated arguments replaced, each with a DeprecationWarning at
+    the caller's line, as DALI warns: an alias becomes its new name (giving both is a
+    TypeError), an argument no longer used is dropped."""
+    op, out = schema.name, dict(kwargs)
+    for name, new in schema.deprecated.items():
+        if out.get(name) is None:
+            out.pop(name, None)
+            continue
+        v = out.pop(name)
+        if new is None:
+            msg = f"Operator `{op}`: argument '{name}' is deprecated and no longer used"
+        else:
+            if out.get(new) is not None:
+                raise TypeError(f"Operator `{op}`: got both '{new}' and its deprecated alias '{name}'")
+            out[new] = v
+            msg = f"Operator `{op}`: argument '{name}' is a deprecated alias for '{new}'; use '{new}'"
+        warnings.warn(msg, DeprecationWarning, stacklevel=4)
+    return out
 
 
 def _inputs_on(schema: OpSchema, inputs: tuple, device: Any) -> tuple:

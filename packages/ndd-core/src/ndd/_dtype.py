@@ -197,12 +197,15 @@ def dtype(x: Any) -> DType:
         raise TypeError(f"NumPy dtype {npd} has no ndd equivalent") from None
 
 
-def type_id(dt: Any) -> DALIDataType:
+def type_id(dtype: Any) -> DALIDataType:  # (DALI's argument name; the function is _as_dtype here)
     """Return the :class:`DALIDataType` of a dtype-like value."""
-    d = dtype(dt)
+    d = _as_dtype(dtype)
     if d.type_id is None:
         raise ValueError(f"dtype {d} has no type id")
     return d.type_id
+
+
+_as_dtype = dtype
 
 
 def from_numpy(npd: np.dtype) -> DType:

@@ -26,7 +26,7 @@ def _signature(schema: OpSchema) -> inspect.Signature:
         params.append(P("inputs", P.VAR_POSITIONAL))
     params.append(P("batch_size", P.KEYWORD_ONLY, default=None))
     params.append(P("device", P.KEYWORD_ONLY, default=None))
-    for name in schema.args:
+    for name in (*schema.args, *schema.deprecated):
         params.append(P(name, P.KEYWORD_ONLY, default=None))
     if schema.random:
         params.append(P("rng", P.KEYWORD_ONLY, default=None))
@@ -39,6 +39,8 @@ def _docstring(schema: OpSchema) -> str:
         star = "*" if a.per_sample else ""
         req = " (required)" if a.required else f" = {a.default!r}"
         lines.append(f"  {name}{star}: {a.kind}{req}{' - ' + a.doc if a.doc else ''}")
+    for name, new in schema.deprecated.items():
+        lines.append(f"  {name}: deprecated, " + (f"alias of {new}" if new else "no longer used"))
     lines.append("  (* accepts a Batch with one value per sample)")
     return "\n".join(lines)
 

@@ -236,6 +236,9 @@ class OpSchema:
     # Inputs from this index on act as arguments: a GPU kernel reads them on the host, so they
     # may stay there when the operator runs on a GPU (slice's anchor, warp_affine's matrices).
     host_args_from: int | None = None
+    # DALI's deprecated arguments, still accepted: name -> the argument it is an alias for, or
+    # None for one no longer used (dropped). The dispatch path warns and renames.
+    deprecated: dict[str, str | None] = field(default_factory=dict)
     kernels: dict[str, Callable] = field(default_factory=dict, repr=False)
     kernel_sources: dict[str, str] = field(default_factory=dict, repr=False)
     conflicts: dict[str, str] = field(default_factory=dict, repr=False)

@@ -127,6 +127,9 @@ _DECODER_ARGS = {
     "jpeg_fancy_upsampling": Arg(BOOL, False, doc="GPU only; the CPU decoder always upsamples chroma smoothly"),
     "preallocate_width_hint": Arg(INT, 0, doc="ignored on the CPU"),
     "preallocate_height_hint": Arg(INT, 0, doc="ignored on the CPU"),
+}
+# Only decoders.image has DALI's decoded-image cache arguments (the crop and slice decoders do not).
+_CACHE_ARGS = {
     "cache_size": Arg(INT, 0, doc="ignored on the CPU"),
     "cache_threshold": Arg(INT, 0, doc="ignored on the CPU"),
     "cache_type": Arg(STR, "", doc="ignored on the CPU"),
@@ -184,18 +187,24 @@ def _decoder_validate(op: str):
     return validate
 
 
+# DALI's deprecated arguments of these operators (see OpSchema.deprecated).
+DECODER_DEPRECATED = dict.fromkeys(("memory_stats", "split_stages", "use_chunk_allocator"))
+WINDOW_DEPRECATED = {"output_dtype": "dtype", "image_type": None}
+
 DECODE = OpSchema(
-    "decoders.image", args=dict(_DECODER_ARGS), infer=_decoder_infer,
+    "decoders.image", args={**_DECODER_ARGS, **_CACHE_ARGS}, deprecated=DECODER_DEPRECATED, infer=_decoder_infer,
     validate=_decoder_validate("decoders.image"), provided_by=_PKG, host_inputs=True,
     doc="Decode encoded images (JPEG, PNG, BMP, TIFF, WebP; a 1-D uint8 tensor each) to HWC.",
 )
 DECODE_CROP = OpSchema(
     "decoders.image_crop", args={**_DECODER_ARGS, **_CROP_WINDOW_ARGS}, infer=_decoder_infer,
+    deprecated=DECODER_DEPRECATED,
     validate=_decoder_validate("decoders.image_crop"), provided_by=_PKG, host_inputs=True,
     doc="Decode images and crop a window (arguments as in `crop`; the window must lie inside the image).",
 )
 DECODE_RANDOM_CROP = OpSchema(
     "decoders.image_random_crop", args={**_DECODER_ARGS, **_RANDOM_CROP_ARGS}, infer=_decoder_infer,
+    deprecated=DECODER_DEPRECATED,
     validate=_decoder_validate("decoders.image_random_crop"), random=True, provided_by=_PKG,
     host_inputs=True,
     doc="Decode images and crop a random window (area and aspect ratio as in `random_resized_crop`).",
@@ -227,6 +236,7 @@ def _image_slice_schema() -> OpSchema:
 
     return OpSchema(
         "decoders.image_slice", inputs=("data", "anchor", "shape_input"), min_inputs=1, device_inputs=1,
+        deprecated=DECODER_DEPRECATED,
         args={**_DECODER_ARGS, **{n: SLICE.args[n] for n in _SLICE_WINDOW_ARGS}},
         infer=_image_slice_infer, validate=_decoder_validate("decoders.image_slice"), provided_by=_PKG,
         host_inputs=True,
@@ -305,7 +315,7 @@ def _resize_validate(args: dict) -> None:
 
 
 RESIZE = OpSchema(
-    "resize",
+    "resize", deprecated={"image_type": None},
     args={
         "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); a 0 extent is derived from the others, a negative one flips"),
         "resize_x": Arg(FLOAT, None, per_sample=True, doc="output width (negative flips; 0: derived)"),
@@ -377,7 +387,7 @@ def _rotate_validate(args: dict) -> None:
 
 
 ROTATE = OpSchema(
-    "rotate",
+    "rotate", deprecated={"output_dtype": "dtype"},
     args={
         "angle": Arg(FLOAT, required=True, per_sample=True, doc="degrees, counter-clockwise"),
         "axis": Arg(FLOATS, None, per_sample=True, doc="rotation axis (volumes only; ignored for images, as DALI)"),
@@ -404,7 +414,7 @@ def _warp_validate(args: dict) -> None:
 
 
 WARP_AFFINE = OpSchema(
-    "warp_affine", inputs=("data", "mtx"), min_inputs=1, host_args_from=1,
+    "warp_affine", inputs=("data", "mtx"), min_inputs=1, host_args_from=1, deprecated={"output_dtype": "dtype"},
     args={
         "matrix": Arg(FLOATS, None, per_sample=True, doc="2x3 matrix (row-major); or the second input"),
         "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W); default: the input size"),
@@ -445,6 +455,7 @@ def _crop_validate(args: dict) -> None:
 
 CROP = OpSchema(
     "crop", args={**_CROP_WINDOW_ARGS, **_OOB, "dtype": Arg(DTYPE, None, doc="output type (default: the input type)")},
+    deprecated=WINDOW_DEPRECATED,
     infer=_crop_infer, validate=_crop_validate, provided_by=_PKG,
     doc="Crop a window from images (HWC, HW or CHW).",
 )
@@ -479,7 +490,7 @@ def _cmn_validate(args: dict) -> None:
 
 
 CROP_MIRROR_NORMALIZE = OpSchema(
-    "crop_mirror_normalize",
+    "crop_mirror_normalize", deprecated=WINDOW_DEPRECATED,
     args={
         **_CROP_WINDOW_ARGS,
         "mean": Arg(FLOATS, (0.0,), per_sample=True, doc="subtracted, one value or one per channel"),

@@ -930,7 +930,7 @@ def _slice_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
 
 
 SLICE = OpSchema(
-    "slice",
+    "slice", deprecated={"output_dtype": "dtype", "image_type": None},
     inputs=("data", "anchor", "shape_input"),
     min_inputs=1,
     host_args_from=1,

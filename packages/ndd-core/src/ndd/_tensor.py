@@ -11,6 +11,10 @@ from ._device import CPU, Device
 from ._eval import Invocation
 from ._storage import BatchData
 
+# What a Tensor holds (its slots but __weakref__): the constructor copies them from the Tensor
+# ``_make_tensor`` builds.
+_STATE = ("_data", "_inv", "_idx", "_dtype", "_layout", "_device", "_ndim", "_ext", "_meta_extra")
+
 
 class Tensor:
     """One sample (an n-dimensional array) on a device.
@@ -20,11 +24,19 @@ class Tensor:
     while ``dtype``, ``ndim``, ``layout`` and ``device`` are known at once.
     """
 
-    __slots__ = ("_data", "_inv", "_idx", "_dtype", "_layout", "_device", "_ndim", "_ext",
-                 "_meta_extra", "__weakref__")
+    __slots__ = (*_STATE, "__weakref__")
 
-    def __init__(self) -> None:  # pragma: no cover - guarded
-        raise TypeError("Do not construct Tensor directly; use ndd.tensor() or ndd.as_tensor().")
+    def __init__(self, data: Any = None, dtype: Any = None, device: Any = None, layout: str | None = None,
+                 copy: bool = False) -> None:
+        """``data`` wrapped as :func:`ndd.as_tensor` wraps it (``copy=True``: copied, as
+        :func:`ndd.tensor`), as DALI's constructor does."""
+        if data is None:
+            raise TypeError("Tensor() needs data: an array, a tensor-like, a list or a scalar")
+        from ._construct import _make_tensor  # (_construct imports this module)
+
+        src = _make_tensor(data, dtype, device, layout, False, copy)
+        for k in _STATE:
+            setattr(self, k, getattr(src, k))
 
     @classmethod
     def _wrap(

@@ -44,7 +44,9 @@ class ThreadPool:
     With one thread (or one item) work runs inline, which avoids hand-off cost.
     """
 
-    def __init__(self, num_threads: int | None = None) -> None:
+    def __init__(self, num_threads: int | None = None, *, device_id: int = -1) -> None:
+        """``device_id`` is DALI's GPU affinity of the threads; ndd's pool threads have none,
+        so it is accepted and not used."""
         n = _default_threads() if num_threads is None else num_threads
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"num_threads must be a positive integer, got {n!r}")
@@ -89,10 +91,10 @@ def default_thread_pool() -> ThreadPool:
     return _default_pool
 
 
-def set_num_threads(num_threads: int) -> None:
-    """Resize the shared CPU thread pool."""
+def set_num_threads(n: int | None) -> None:
+    """Resize the shared CPU thread pool (None: the default size)."""
     global _default_pool
-    new = ThreadPool(num_threads)
+    new = ThreadPool(n)
     with _pool_lock:
         old, _default_pool = _default_pool, new
     if old is not None:
