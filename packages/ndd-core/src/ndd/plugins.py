@@ -18,6 +18,16 @@ from typing import Any
 
 from . import _dispatch, _plugins
 from ._arith import result_types as arithm_result_types
+from ._audio_args import (
+    RESAMPLE_BLOCK,
+    ResampleWindow,
+    dct_matrix,
+    hann_window,
+    mel_filters,
+    num_windows,
+    resample_window,
+    resampled_length,
+)
 from ._bbox_args import (
     BoxEncoding,
     bb_flip_flags,
@@ -108,7 +118,10 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "lookup_indices", "lookup_table_array", "x86_cast",
            # ... by the box kernels (_bbox_args) and coord_transform's (_transforms)
            "BoxEncoding", "bb_flip_flags", "box_centers", "box_encoding", "check_box_encoder_sample",
-           "sample_flags", "check_points", "coord_transform_params", "transform_points"]
+           "sample_flags", "check_points", "coord_transform_params", "transform_points",
+           # ... by the audio kernels (_audio_args)
+           "RESAMPLE_BLOCK", "ResampleWindow", "dct_matrix", "hann_window", "mel_filters", "num_windows",
+           "resample_window", "resampled_length"]
 
 
 @dataclass

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from ndd.plugins import Registry
 
+from ._audio import (
+    audio_decoder_cpu,
+    audio_resample_cpu,
+    mel_filter_bank_cpu,
+    mfcc_cpu,
+    nonsilent_region_cpu,
+    power_spectrum_cpu,
+    preemphasis_filter_cpu,
+    spectrogram_cpu,
+    to_decibels_cpu,
+)
 from ._bbox import bb_flip_cpu, box_encoder_cpu
 from ._blur import gaussian_blur_cpu
 from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
@@ -39,6 +50,15 @@ KERNELS = {
     "bb_flip": bb_flip_cpu,
     "box_encoder": box_encoder_cpu,
     "random_bbox_crop": random_bbox_crop_cpu,
+    "preemphasis_filter": preemphasis_filter_cpu,
+    "spectrogram": spectrogram_cpu,
+    "mel_filter_bank": mel_filter_bank_cpu,
+    "to_decibels": to_decibels_cpu,
+    "mfcc": mfcc_cpu,
+    "power_spectrum": power_spectrum_cpu,
+    "nonsilent_region": nonsilent_region_cpu,
+    "audio_resample": audio_resample_cpu,
+    "decoders.audio": audio_decoder_cpu,
 }
 
 
