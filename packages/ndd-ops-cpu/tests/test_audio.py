@@ -282,6 +282,22 @@ def test_resample_dtype_rescales() -> None:
     np.testing.assert_allclose(f, i16 / 32767, atol=1e-5)
 
 
+def test_resample_unsigned_output_filters_in_its_range() -> None:
+    """As DALI: to an unsigned type the samples are first mapped to 0..max, then filtered (near
+    the edges, where the taps do not sum to 1, this differs from filtering in -1..1)."""
+    x = RNG.uniform(-0.9, 0.9, 40).astype(np.float32)
+    u8 = np.asarray(ndd.audio_resample(ndd.as_tensor(x), scale=2.0, dtype=ndd.uint8))
+    shifted = np.asarray(ndd.audio_resample(ndd.as_tensor((x + 1) * np.float32(127.5)), scale=2.0))
+    np.testing.assert_array_equal(u8, np.clip(np.floor(shifted + 0.5), 0, 255))
+    np.testing.assert_allclose(u8[::2], np.round((x + 1) * 127.5), atol=1)
+
+
+def test_spectrogram_one_sample_signal_is_repeated() -> None:
+    out = np.asarray(ndd.spectrogram(ndd.as_tensor(np.array([0.5], np.float32)), window_length=8, window_step=4))
+    hann = 0.5 * (1 - np.cos(2 * np.pi * (np.arange(8) + 0.5) / 8))
+    close(out[:, 0], np.abs(np.fft.rfft(0.5 * hann)) ** 2)
+
+
 def test_resample_per_sample_scale() -> None:
     xs = [RNG.standard_normal(n).astype(np.float32) for n in (100, 60)]
     out = ndd.audio_resample(ndd.as_batch(xs), scale=ndd.as_batch([np.float32(1.5), np.float32(0.5)]))

@@ -34,46 +34,65 @@ def num_windows(length: int, window_length: int, window_step: int, center: bool)
 
 # -- mel_filter_bank --------------------------------------------------------------------
 
-_SLANEY_STEP = 200.0 / 3  # Hz per mel below 1 kHz
-_SLANEY_KNEE = 1000.0
-_SLANEY_LOG = math.log(6.4) / 27
+# Hz to mel in float32, as DALI evaluates it (its constants, float32 log).
+_FSP = _F(200.0 / 3.0)  # Hz per mel below 1 kHz (slaney)
+_KNEE_HZ = _F(1000.0)
+_KNEE_MEL = _KNEE_HZ / _FSP
+_LOG_STEP = _F(0.068751777)  # log(6.4) / 27
 
 
 def hz_to_mel(f: np.ndarray, formula: str) -> np.ndarray:
-    """Frequencies in Hz to mel: ``htk`` (2595 log10(1 + f/700)) or ``slaney`` (linear below
-    1 kHz, logarithmic above)."""
-    f = np.asarray(f, np.float64)
+    """Hz to mel in float32: ``htk`` (1127 ln(1 + f/700), i.e. 2595 log10(1 + f/700)) or
+    ``slaney`` (linear below 1 kHz, logarithmic above)."""
+    f = np.asarray(f, _F)
     if formula == "htk":
-        return 2595.0 * np.log10(1.0 + f / 700.0)
-    knee = _SLANEY_KNEE / _SLANEY_STEP
-    log_part = knee + np.log(np.maximum(f, _SLANEY_KNEE) / _SLANEY_KNEE) / _SLANEY_LOG
-    return np.where(f >= _SLANEY_KNEE, log_part, f / _SLANEY_STEP)
+        return _F(1127) * np.log(_F(1) + f / _F(700))
+    with np.errstate(divide="ignore"):
+        log_part = _KNEE_MEL + np.log(f / _KNEE_HZ) / _LOG_STEP
+    return np.where(f >= _KNEE_HZ, log_part, f / _FSP).astype(_F)
 
 
 def mel_to_hz(m: np.ndarray, formula: str) -> np.ndarray:
-    """The inverse of :func:`hz_to_mel`."""
+    """The inverse of :func:`hz_to_mel`, in float64."""
     m = np.asarray(m, np.float64)
     if formula == "htk":
-        return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
-    knee = _SLANEY_KNEE / _SLANEY_STEP
-    return np.where(m >= knee, _SLANEY_KNEE * np.exp(_SLANEY_LOG * (m - knee)), m * _SLANEY_STEP)
+        return 700.0 * (np.exp(m / 1127.0) - 1.0)
+    knee = 1000.0 / (200.0 / 3.0)
+    return np.where(m >= knee, 1000.0 * np.exp(math.log(6.4) / 27 * (m - knee)), m * (200.0 / 3.0))
 
 
 def mel_filters(nfreq: int, sample_rate: float, nfilter: int, freq_low: float, freq_high: float,
                 normalize: bool, formula: str) -> np.ndarray:
-    """The ``(nfilter, nfreq)`` matrix of triangular filters over the FFT bins of an
-    ``nfft = 2 (nfreq - 1)`` spectrum: filter j rises linearly (in Hz) from mel point j to
-    j + 1 and falls to j + 2, the ``nfilter + 2`` points evenly spaced in mel between
-    ``freq_low`` and ``freq_high`` (0: ``sample_rate / 2``). ``normalize`` scales each by
-    ``2 / (width in Hz)``, so that its integral is 1; otherwise its peak is 1."""
-    high = freq_high if freq_high else sample_rate / 2
-    nfft = 2 * (nfreq - 1)
-    pts = mel_to_hz(np.linspace(hz_to_mel(freq_low, formula), hz_to_mel(high, formula), nfilter + 2), formula)
-    freqs = np.arange(nfreq) * (sample_rate / nfft)
-    lo, mid, hi = pts[:-2, None], pts[1:-1, None], pts[2:, None]
-    w = np.maximum(0.0, np.minimum((freqs - lo) / (mid - lo), (hi - freqs) / (hi - mid)))
-    if normalize:
-        w *= 2.0 / (hi - lo)
+    """The ``(nfilter, nfreq)`` matrix of triangular filters over the bins of an
+    ``nfft = 2 (nfreq - 1)`` spectrum.
+
+    ``nfilter + 2`` points evenly spaced in mel between ``freq_low`` and ``freq_high``
+    (0: ``sample_rate / 2``; both mapped to mel in float32, as DALI does) split the bins from
+    ``ceil(freq_low / step)`` to ``floor(freq_high / step)`` into intervals; a bin at f in
+    interval j (between the points j and j + 1, at f0 and f1 Hz) gives filter j - 1 the weight
+    ``(f1 - f) / (f1 - f0)`` and filter j the rest. ``normalize`` scales filter j by
+    ``2 / (width in Hz)`` (unit area); otherwise its peak is 1."""
+    sr = float(_F(sample_rate))
+    high = float(_F(freq_high)) if freq_high else sr / 2
+    low = float(_F(freq_low))
+    step = sr / (2 * (nfreq - 1))
+    mel_low, mel_high = float(hz_to_mel(low, formula)), float(hz_to_mel(high, formula))
+    delta = (mel_high - mel_low) / (nfilter + 1)
+    spaced = mel_to_hz(mel_low + np.arange(nfilter + 2) * delta, formula)
+    hz = spaced.copy()
+    hz[-1] = mel_to_hz(mel_high, formula)  # the last interval ends at freq_high exactly
+    bins = np.arange(max(math.ceil(low / step), 0), min(math.floor(high / step), nfreq - 1) + 1)
+    f = bins * step
+    interval = np.searchsorted(hz[1:], f, side="right")  # first j with f < hz[j + 1]
+    keep = interval <= nfilter
+    bins, f, interval = bins[keep], f[keep], interval[keep]
+    down = (hz[interval + 1] - f) / (hz[interval + 1] - hz[interval])
+    norm = 2.0 / (spaced[2:] - spaced[:-2]) if normalize else np.ones(nfilter)
+    w = np.zeros((nfilter, nfreq))
+    sel = interval >= 1
+    w[interval[sel] - 1, bins[sel]] = down[sel] * norm[interval[sel] - 1]
+    sel = interval < nfilter
+    w[interval[sel], bins[sel]] = (1.0 - down[sel]) * norm[interval[sel]]
     return w
 
 

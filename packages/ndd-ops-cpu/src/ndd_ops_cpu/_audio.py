@@ -125,7 +125,8 @@ def _spectrogram(ctx: KernelContext, bd: BatchData, i: int, s: np.ndarray, args:
         raise _err(ctx, bd, i, f"the signal ({n} samples) is shorter than window_length ({wl})")
     if center:
         pad = wl // 2
-        x = np.pad(x, (pad, wl - pad), mode="reflect" if args["reflect_padding"] and n > 1 else "constant")
+        mode = "constant" if not args["reflect_padding"] else "reflect" if n > 1 else "edge"
+        x = np.pad(x, (pad, wl - pad), mode=mode)
     win = hann_window(wl) if args["window_fn"] is None else np.asarray(args["window_fn"], _F)
     frames = np.lib.stride_tricks.sliding_window_view(x, wl)[::step][:nw] * win
     spec = _power(np.fft.rfft(frames.astype(np.float64), n=args["nfft"] or wl, axis=1), args["power"])
@@ -336,6 +337,10 @@ def audio_resample_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kernel
     def one(i: int, s: np.ndarray) -> np.ndarray:
         in_rate, out_rate, out_len = _resample_rates(ctx, bd, args, i, s.shape[0])
         dtype = np.dtype(args["dtype"].numpy_dtype) if args["dtype"] is not None else s.dtype
+        if dtype.kind == "u":  # filtered in the output's range (0..max), as DALI does
+            top = _F(np.iinfo(dtype).max)
+            scaled = (_to_unit(s) + _F(1)) * (top / _F(2))
+            return cast_to(_resample(scaled, in_rate, out_rate, out_len, win), dtype)
         return _from_unit(_resample(_to_unit(s), in_rate, out_rate, out_len, win), dtype)
 
     return _per_sample(ctx, bd, one)
