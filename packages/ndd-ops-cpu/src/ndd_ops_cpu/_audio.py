@@ -157,12 +157,18 @@ def mel_filter_bank_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kerne
             raise _err(ctx, bd, i, f"needs at least 2 frequency bins, got {nfreq}")
         w = mel_filters(nfreq, args["sample_rate"], args["nfilter"], args["freq_low"], args["freq_high"],
                         args["normalize"], args["mel_formula"])
-        out = np.tensordot(w, s.astype(np.float64), axes=([1], [axis]))
-        return np.ascontiguousarray(np.moveaxis(out, 0, axis), _F)
+        return _apply_along(w.astype(_F), s, axis)
 
     if bd.dense is not None and len(bd):
         return one(0, bd.dense, lead=1)
     return _per_sample(ctx, bd, one)
+
+
+def _apply_along(m: np.ndarray, x: np.ndarray, axis: int) -> np.ndarray:
+    """The float32 matrix ``m`` applied to the vectors of ``x`` along ``axis``."""
+    if x.ndim >= 2 and axis == x.ndim - 2:
+        return m @ x  # (a batched matmul: no transposes)
+    return np.ascontiguousarray(np.moveaxis(np.tensordot(m, x, axes=([1], [axis])), 0, axis))
 
 
 # -- mfcc -------------------------------------------------------------------------------
@@ -178,8 +184,7 @@ def mfcc_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> A
             raise _err(ctx, bd, i, f"the DCT axis has {n} element(s); DCT type {args['dct_type']} needs "
                                    f"at least {2 if args['dct_type'] == 1 else 1}")
         m = dct_matrix(n, min(args["n_mfcc"], n), args["dct_type"], args["normalize"], args["lifter"])
-        out = np.tensordot(m, s.astype(np.float64), axes=([1], [axis]))
-        return np.ascontiguousarray(np.moveaxis(out, 0, axis), _F)
+        return _apply_along(m.astype(_F), s, axis)
 
     if bd.dense is not None and len(bd):
         return one(0, bd.dense, lead=1)
@@ -273,39 +278,35 @@ def _resample(x: np.ndarray, in_rate: float, out_rate: float, out_len: int, win:
     scale = in_rate / out_rate
     lobes = win.lobes
     taps = np.arange(2 * lobes + 1)
-    for lo in range(0, out_len, _CHUNK):
+    for lo in range(0, out_len, _CHUNK):  # (_CHUNK is a multiple of RESAMPLE_BLOCK)
         o = np.arange(lo, min(lo + _CHUNK, out_len))
-        block = o // RESAMPLE_BLOCK * RESAMPLE_BLOCK
-        base = block * scale
-        anchor = np.floor(base).astype(np.int64)
-        # float32 positions: each block's start, then + scale per output, summed in float32
-        steps = np.full(len(o), _F(scale))
-        first = o == block
-        steps[first] = (base - anchor)[first].astype(_F)
-        pos = _block_cumsum(steps, first)
-        i0 = np.ceil(pos).astype(np.int64) - lobes
-        i1 = np.floor(pos).astype(np.int64) + lobes + 1
-        i0 = np.maximum(i0, -anchor)
-        i1 = np.minimum(i1, n - anchor)
+        pos, anchor = _positions(o, scale)
+        i0 = np.maximum(np.ceil(pos).astype(np.int64) - lobes, -anchor)
+        i1 = np.minimum(np.floor(pos).astype(np.int64) + lobes + 1, n - anchor)
         rel = (i0.astype(_F) - pos)[:, None] + taps.astype(_F)
         t = rel * _F(win.scale) + _F(win.center)
         k = np.clip(np.floor(t).astype(np.int64), 0, len(win.lookup) - 2)
         frac = t - k.astype(_F)
         w = win.lookup[k] + frac * (win.lookup[k + 1] - win.lookup[k])
-        idx = anchor[:, None] + i0[:, None] + taps
+        idx = (anchor + i0)[:, None] + taps
         w[idx >= (anchor + i1)[:, None]] = 0
-        src = x[np.clip(idx, 0, n - 1)].astype(np.float64)
-        out[lo:lo + len(o)] = np.einsum("ot,ot...->o...", w.astype(np.float64), src)
+        src = x[np.clip(idx, 0, n - 1)]
+        out[lo:lo + len(o)] = np.einsum("ot,ot...->o...", w, src)
     return out
 
 
-def _block_cumsum(steps: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """float32 running sums of ``steps`` that restart where ``first`` is set."""
-    out = np.empty_like(steps)
-    starts = np.flatnonzero(first).tolist() + [len(steps)]
-    for a, b in zip(starts[:-1], starts[1:]):
-        out[a:b] = np.add.accumulate(steps[a:b], dtype=_F)
-    return out
+def _positions(o: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Input positions of the outputs ``o`` (whole blocks from a block start): for each block
+    of RESAMPLE_BLOCK outputs, the exact start split into an integer anchor and a float32
+    offset, then float32 steps of ``scale``; the positions relative to the anchors."""
+    nb = -(-len(o) // RESAMPLE_BLOCK)
+    block = o[::RESAMPLE_BLOCK]
+    base = block * scale
+    anchor = np.floor(base).astype(np.int64)
+    steps = np.full((nb, RESAMPLE_BLOCK), _F(scale))
+    steps[:, 0] = (base - anchor).astype(_F)
+    pos = np.add.accumulate(steps, axis=1, dtype=_F).reshape(-1)[:len(o)]
+    return pos, np.repeat(anchor, RESAMPLE_BLOCK)[:len(o)]
 
 
 def _resample_rates(ctx: KernelContext, bd: BatchData, args: KernelArgs, i: int, n: int) -> tuple[float, float, int]:
