@@ -205,7 +205,9 @@ def test_power_spectrum_axis_nfft_power() -> None:
     close(ndd.power_spectrum(ndd.as_tensor(x)), np.abs(np.fft.rfft(x.astype(np.float64), axis=1)) ** 2)
     close(ndd.power_spectrum(ndd.as_tensor(x), axis=0, nfft=16, power=1),
           np.abs(np.fft.rfft(x.astype(np.float64), n=16, axis=0)))
-    # any negative axis is the last one, as in DALI
+    # a negative nfft is the axis length, and any negative axis is the last one, as in DALI
+    np.testing.assert_array_equal(np.asarray(ndd.power_spectrum(ndd.as_tensor(x), nfft=-3)),
+                                  np.asarray(ndd.power_spectrum(ndd.as_tensor(x))))
     np.testing.assert_array_equal(np.asarray(ndd.power_spectrum(ndd.as_tensor(x), axis=-2)),
                                   np.asarray(ndd.power_spectrum(ndd.as_tensor(x), axis=1)))
 
@@ -296,6 +298,12 @@ def test_spectrogram_one_sample_signal_is_repeated() -> None:
     out = np.asarray(ndd.spectrogram(ndd.as_tensor(np.array([0.5], np.float32)), window_length=8, window_step=4))
     hann = 0.5 * (1 - np.cos(2 * np.pi * (np.arange(8) + 0.5) / 8))
     close(out[:, 0], np.abs(np.fft.rfft(0.5 * hann)) ** 2)
+
+
+def test_resample_zero_scale_and_empty_input() -> None:
+    assert np.asarray(ndd.audio_resample(ndd.as_tensor(np.ones(5, np.float32)), scale=0.0)).shape == (0,)
+    with pytest.raises(RuntimeError, match="sample 1.*empty"):
+        ndd.audio_resample(ndd.as_batch([np.ones(5, np.float32), np.ones(0, np.float32)]), out_length=4)
 
 
 def test_resample_per_sample_scale() -> None:

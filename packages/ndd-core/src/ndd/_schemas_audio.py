@@ -225,7 +225,7 @@ def _power_validate(args: dict) -> None:
 POWER_SPECTRUM = OpSchema(
     "power_spectrum",
     args={
-        "nfft": Arg(INT, None, doc="FFT size (not set or 0: the axis length; the signal is cut or "
+        "nfft": Arg(INT, None, doc="FFT size (not set or not positive: the axis length; the signal is cut or "
                                    "zero-padded to it); nfft // 2 + 1 bins"),
         "axis": Arg(INT, -1, doc="axis transformed (any negative value: the last)"),
         "power": Arg(INT, 2, doc="exponent of the magnitude: 1 or 2"),

@@ -98,7 +98,7 @@ def power_spectrum_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kernel
 
     def one(i: int, s: np.ndarray, lead: int = 0) -> np.ndarray:
         axis = (args["axis"] if args["axis"] >= 0 else s.ndim - lead - 1) + lead
-        n = nfft if nfft else s.shape[axis]
+        n = nfft if nfft and nfft > 0 else s.shape[axis]
         if n < 1:
             raise _err(ctx, bd, i, "the transformed axis is empty")
         return _power(np.fft.rfft(s.astype(np.float64), n=n, axis=axis), power)
@@ -326,9 +326,9 @@ def _resample_rates(ctx: KernelContext, bd: BatchData, args: KernelArgs, i: int,
         in_rate, out_rate = 1.0, value("scale")
     else:
         in_rate, out_rate = value("in_rate"), value("out_rate")
-    if in_rate == 0 or out_rate == 0:
-        raise _err(ctx, bd, i, "the resampling rates must be positive")
-    return in_rate, out_rate, resampled_length(n, in_rate, out_rate)
+    if in_rate == 0:
+        raise _err(ctx, bd, i, "the input rate must be positive")
+    return in_rate, out_rate, resampled_length(n, in_rate, out_rate) if out_rate else 0
 
 
 def audio_resample_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
@@ -337,6 +337,8 @@ def audio_resample_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kernel
 
     def one(i: int, s: np.ndarray) -> np.ndarray:
         in_rate, out_rate, out_len = _resample_rates(ctx, bd, args, i, s.shape[0])
+        if out_len and not s.shape[0]:
+            raise _err(ctx, bd, i, f"cannot make {out_len} samples from an empty input")
         dtype = np.dtype(args["dtype"].numpy_dtype) if args["dtype"] is not None else s.dtype
         if dtype.kind == "u":  # filtered in the output's range (0..max), as DALI does
             top = _F(np.iinfo(dtype).max)
