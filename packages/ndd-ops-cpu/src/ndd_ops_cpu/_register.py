@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from ndd.plugins import Registry
 
+from ._audio import (
+    audio_decoder_cpu,
+    audio_resample_cpu,
+    mel_filter_bank_cpu,
+    mfcc_cpu,
+    nonsilent_region_cpu,
+    power_spectrum_cpu,
+    preemphasis_filter_cpu,
+    spectrogram_cpu,
+    to_decibels_cpu,
+)
 from ._augment import clahe_cpu, debayer_cpu, equalize_cpu, grid_mask_cpu, jpeg_compression_distortion_cpu
 from ._bbox import bb_flip_cpu, box_encoder_cpu
 from ._blur import gaussian_blur_cpu
@@ -63,6 +74,15 @@ KERNELS = {
     "bbox_paste": bbox_paste_cpu,
     "bbox_rotate": bbox_rotate_cpu,
     "multi_paste": multi_paste_cpu,
+    "preemphasis_filter": preemphasis_filter_cpu,
+    "spectrogram": spectrogram_cpu,
+    "mel_filter_bank": mel_filter_bank_cpu,
+    "to_decibels": to_decibels_cpu,
+    "mfcc": mfcc_cpu,
+    "power_spectrum": power_spectrum_cpu,
+    "nonsilent_region": nonsilent_region_cpu,
+    "audio_resample": audio_resample_cpu,
+    "decoders.audio": audio_decoder_cpu,
 }
 
 
