@@ -247,3 +247,6 @@ def register(reg: Registry) -> None:
     from ._schemas_random_bbox import RANDOM_BBOX_SCHEMAS
     for s in RANDOM_BBOX_SCHEMAS:
         reg.add_schema(s)
+    from ._schemas_filters import FILTERS_SCHEMAS
+    for s in FILTERS_SCHEMAS:
+        reg.add_schema(s)

@@ -1,0 +1,149 @@
+"""Schemas of the filter operators ``laplacian`` and ``filter``, and the argument handling
+their kernels share (CPU here, a GPU kernel later): spatial axes, window taps, border
+modes.
+
+Argument names and defaults follow DALI 2.4. Where DALI's behaviour depends on whether an
+argument was given at all (``laplacian``'s ``scale`` and ``smoothing_size``) the default
+here is None and the doc string says what "not set" does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import comb
+from typing import Any
+
+import numpy as np
+
+from . import _dtype
+from ._schema import BOOL, DTYPE, FLOATS, INTS, Arg, OpSchema, OutMeta, given
+
+_PKG = "ndd-ops-cpu"
+
+
+def _np_dtype(dt: _dtype.DType) -> np.dtype | None:
+    try:
+        return np.dtype(dt.numpy_dtype)
+    except TypeError:  # no NumPy equivalent (bfloat16)
+        return None
+
+
+def filter_axes(op: str, layout: str | None, ndim: int) -> tuple[int, ...]:
+    """The spatial axes a filter runs along: every axis but channels (C) and frames (F), which
+    must lie outside the spatial ones; every axis (at most 3) when there is no layout."""
+    if not layout:
+        if not 1 <= ndim <= 3:
+            raise ValueError(f"Operator `{op}`: an input without a layout must have 1 to 3 dimensions, "
+                             f"got {ndim}")
+        return tuple(range(ndim))
+    axes = tuple(k for k, c in enumerate(layout) if c not in "CF")
+    if not axes or len(axes) > 3:
+        raise ValueError(f"Operator `{op}`: expects 1 to 3 spatial axes (besides C and F), got layout {layout!r}")
+    if axes != tuple(range(axes[0], axes[-1] + 1)):
+        raise ValueError(f"Operator `{op}`: only channel-first or channel-last layouts are supported, "
+                         f"got {layout!r}")
+    return axes
+
+
+# -- laplacian ---------------------------------------------------------------------------
+
+LAPLACIAN_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
+                                               np.uint64, np.int64, np.float16, np.float32))
+LAPLACIAN_MAX_WINDOW = 31
+
+
+def _out_dtype(op: str, m: OutMeta, dtype: _dtype.DType | None, allowed: Sequence[np.dtype]) -> _dtype.DType:
+    """The output type of a filter: ``dtype`` (the input's or float32) or the input's."""
+    npd = _np_dtype(m.dtype)
+    if npd is None or npd not in allowed:
+        raise ValueError(f"Operator `{op}`: does not support input type {m.dtype}")
+    if dtype is not None and dtype != m.dtype and dtype != _dtype.float32:
+        raise ValueError(f"Operator `{op}`: argument 'dtype' must be the input type ({m.dtype}) or float32, "
+                         f"got {dtype}")
+    return dtype or m.dtype
+
+
+def _laplacian_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
+    op = "laplacian"
+    m = inputs[0]
+    filter_axes(op, m.layout, m.ndim)
+    return [OutMeta(_out_dtype(op, m, args["dtype"], LAPLACIAN_DTYPES), m.ndim, m.layout)]
+
+
+def _laplacian_validate(args: Any) -> None:
+    if args["normalized_kernel"] and given(args, "scale"):
+        raise ValueError("Operator `laplacian`: argument 'scale' cannot be given when 'normalized_kernel' is True")
+
+
+def smoothing_window(size: int) -> np.ndarray:
+    """Binomial smoothing taps of odd ``size`` ([1, 2, 1] for 3), float32."""
+    return np.array([comb(size - 1, k) for k in range(size)], np.float32)
+
+
+def derivative_window(size: int) -> np.ndarray:
+    """Second-derivative taps of odd ``size`` >= 3: [1, -2, 1] smoothed by binomial taps of
+    ``size - 2`` ([1, 0, -2, 0, 1] for 5), float32."""
+    return np.convolve([1.0, -2.0, 1.0], smoothing_window(size - 2)).astype(np.float32)
+
+
+def _per_axis_ints(op: str, args: Any, name: str, i: int, n: int) -> list[int] | None:
+    v = args.sample(name, i)
+    if v is None:
+        return None
+    vals = [int(x) for x in np.ravel(v)]
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise ValueError(f"Operator `{op}`: argument '{name}' has {len(vals)} values for {n} spatial axes "
+                         f"(sample {i}); give 1 or {n}")
+    return vals
+
+
+def laplacian_windows(op: str, args: Any, i: int, n: int) -> list[tuple[list[np.ndarray], float]]:
+    """Sample ``i``'s partial derivatives over ``n`` spatial axes: for each, the taps per axis
+    (the derivative window along its own axis, smoothing windows along the others: of
+    ``smoothing_size`` per axis or, not set, of the derivative's window size) and its scale
+    (``scale``, or with ``normalized_kernel`` 2 ** (n + 2 - sum of its window sizes))."""
+    wins = _per_axis_ints(op, args, "window_size", i, n)
+    smooth = _per_axis_ints(op, args, "smoothing_size", i, n)
+    v = args.sample("scale", i)
+    scales = [1.0] if v is None else [float(x) for x in np.ravel(v)]
+    if len(scales) == 1:
+        scales = scales * n
+    elif len(scales) != n:
+        raise ValueError(f"Operator `{op}`: argument 'scale' has {len(scales)} values for {n} spatial axes "
+                         f"(sample {i}); give 1 or {n}")
+    for name, vals, low in (("window_size", wins, 3), ("smoothing_size", smooth, 1)):
+        for w in vals or ():
+            if not low <= w <= LAPLACIAN_MAX_WINDOW or w % 2 == 0:
+                raise ValueError(f"Operator `{op}`: argument '{name}' must be odd and between {low} and "
+                                 f"{LAPLACIAN_MAX_WINDOW}, got {w} (sample {i})")
+    out = []
+    for d in range(n):
+        sizes = [wins[d] if j == d else (smooth[j] if smooth else wins[d]) for j in range(n)]
+        taps = [derivative_window(s) if j == d else smoothing_window(s) for j, s in enumerate(sizes)]
+        scale = 2.0 ** (n + 2 - sum(sizes)) if args["normalized_kernel"] else scales[d]
+        out.append((taps, scale))
+    return out
+
+
+LAPLACIAN = OpSchema(
+    "laplacian",
+    args={
+        "window_size": Arg(INTS, (3,), per_sample=True,
+                           doc="odd size (3 to 31) of the derivative window: one, or one per spatial axis"),
+        "smoothing_size": Arg(INTS, None, per_sample=True,
+                              doc="odd size (1 to 31) of the smoothing window applied along each axis: one, or one "
+                                  "per spatial axis (not set: each derivative's window size)"),
+        "scale": Arg(FLOATS, None, per_sample=True,
+                     doc="factor of each partial derivative: one, or one per spatial axis (not set: 1)"),
+        "normalized_kernel": Arg(BOOL, False, doc="scale each partial derivative by 2 ** (n + 2 - sum of its "
+                                                  "window sizes); not with 'scale'"),
+        "dtype": Arg(DTYPE, None, doc="output type: the input type (default) or float32"),
+    },
+    infer=_laplacian_infer, validate=_laplacian_validate, provided_by=_PKG,
+    doc="Sum of the second derivatives along the spatial axes (not C, not F), each a separable "
+        "convolution in float32; the border mirrored (dcb|abcd|cba).",
+)
+
+FILTERS_SCHEMAS = (LAPLACIAN,)

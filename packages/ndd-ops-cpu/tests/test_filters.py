@@ -1,0 +1,140 @@
+"""Filter operators against independent references: ``laplacian`` against
+scipy.ndimage.correlate (float64, border "mirror" = dcb|abcd|cba) with the full N-D kernel
+built from the documented windows (binomial smoothing, [1, -2, 1] smoothed derivative)."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+from scipy import ndimage
+
+import ndd
+
+# -- laplacian ---------------------------------------------------------------------------
+
+
+def _smooth(s: int) -> np.ndarray:
+    return np.array([comb(s - 1, k) for k in range(s)], np.float64)
+
+
+def _deriv(s: int) -> np.ndarray:
+    return np.convolve([1.0, -2.0, 1.0], _smooth(s - 2))
+
+
+def _laplacian_ref(x: np.ndarray, axes: tuple[int, ...], win: list[int], smooth: list[int] | None,
+                   scale: list[float] | None, normalized: bool = False) -> np.ndarray:
+    """Sum over derivative axes d of scale_d * correlate(x, outer product of the windows)."""
+    n = len(axes)
+    out = np.zeros(x.shape, np.float64)
+    for d in range(n):
+        sizes = [win[d] if j == d else (smooth[j] if smooth else win[d]) for j in range(n)]
+        kern = np.ones([1] * x.ndim)
+        for j, (ax, s) in enumerate(zip(axes, sizes)):
+            w = _deriv(s) if j == d else _smooth(s)
+            shape = [1] * x.ndim
+            shape[ax] = s
+            kern = kern * w.reshape(shape)
+        f = 2.0 ** (n + 2 - sum(sizes)) if normalized else (scale[d] if scale else 1.0)
+        out += f * ndimage.correlate(x.astype(np.float64), kern, mode="mirror")
+    return out
+
+
+def _round_sat(y: np.ndarray, dt: np.dtype) -> np.ndarray:
+    info = np.iinfo(dt)
+    return np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), info.min, info.max).astype(dt)
+
+
+LAP_CASES = [  # shape, dtype, layout, spatial axes, window_size, smoothing_size, scale, normalized
+    ((9, 11), np.float32, "HW", (0, 1), [3, 3], None, None, False),
+    ((9, 11), np.float32, None, (0, 1), [5, 7], None, None, False),  # per-axis windows
+    ((9, 11, 3), np.uint8, "HWC", (0, 1), [5, 5], [1, 3], None, False),
+    ((3, 9, 11), np.int16, "CHW", (1, 2), [3, 7], [5, 1], [0.5, -2.0], False),
+    ((2, 8, 7, 2), np.uint16, "FHWC", (1, 2), [7, 3], None, None, True),
+    ((5, 6, 7), np.float32, "DHW", (0, 1, 2), [3, 5, 3], [3, 1, 5], [1.0, 0.25, 2.0], False),
+    ((4, 5, 6, 2), np.float32, "DHWC", (0, 1, 2), [3, 3, 3], None, None, True),
+    ((2, 30), np.float32, "HW", (0, 1), [9, 31], [5, 1], None, False),  # windows longer than the axes
+    ((1, 6), np.float32, "HW", (0, 1), [5, 5], None, None, False),  # a single row
+]
+
+
+@pytest.mark.parametrize("shape,dtype,layout,axes,win,smooth,scale,norm", LAP_CASES)
+def test_laplacian_against_correlate(shape, dtype, layout, axes, win, smooth, scale, norm) -> None:
+    rng = np.random.default_rng(7)
+    dt = np.dtype(dtype)
+    x = (rng.normal(size=shape) * 20 if dt.kind == "f" else rng.integers(0, 200, shape)).astype(dt)
+    kw = {"window_size": win, "normalized_kernel": norm}
+    if smooth:
+        kw["smoothing_size"] = smooth
+    if scale:
+        kw["scale"] = scale
+    out = ndd.laplacian(ndd.tensor(x, layout=layout), **kw)
+    assert out.dtype == ndd.dtype(dt) and (out.layout or None) == layout
+    ref = _laplacian_ref(x, axes, win, smooth, scale, norm)
+    got = np.asarray(out)
+    if dt.kind == "f":  # float32 arithmetic: relative to the magnitude of the result
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5 * max(1.0, np.abs(ref).max()))
+    else:  # rounded and saturated; a float32 sum may sit on the other side of .5
+        assert np.abs(got.astype(np.int64) - _round_sat(ref, dt)).max() <= 1
+    f32 = np.asarray(ndd.laplacian(ndd.tensor(x, layout=layout), dtype=ndd.float32, **kw))
+    np.testing.assert_allclose(f32, ref, rtol=0, atol=1e-5 * max(1.0, np.abs(ref).max()))
+
+
+def test_laplacian_hand_computed() -> None:
+    # an impulse in the middle: 3x3 windows give the classic [[2, 0, 2], [0, -8, 0], [2, 0, 2]]
+    x = np.zeros((5, 5), np.float32)
+    x[2, 2] = 1
+    got = np.asarray(ndd.laplacian(ndd.tensor(x)))
+    np.testing.assert_array_equal(got[1:4, 1:4], [[2, 0, 2], [0, -8, 0], [2, 0, 2]])
+    # no smoothing: the 5-point stencil; beside the corner the mirrored impulse (x[0, -1] is
+    # x[0, 1]) is not repeated, so it counts once
+    x = np.zeros((4, 4), np.float32)
+    x[0, 0] = 1
+    got = np.asarray(ndd.laplacian(ndd.tensor(x), smoothing_size=1))
+    np.testing.assert_array_equal(got[:2, :2], [[-4, 1], [1, 0]])
+    x[0, 0], x[0, 1] = 0, 1  # beside the edge: the mirror of x[0, 1] adds to x[0, 0]'s sum
+    got = np.asarray(ndd.laplacian(ndd.tensor(x), smoothing_size=1))
+    assert got[0, 0] == 2 and got[0, 1] == -4
+
+
+def test_laplacian_batch_ragged_and_per_sample_args() -> None:
+    rng = np.random.default_rng(1)
+    xs = [rng.integers(0, 256, s).astype(np.uint8) for s in ((7, 9, 3), (12, 5, 3), (6, 6, 3))]
+    wins = [3, 5, 7]
+    scales = [np.array([1.0, 0.5], np.float32), np.array([2.0], np.float32), np.array([0.1, 0.3], np.float32)]
+    out = ndd.laplacian(ndd.batch(xs, layout="HWC"), dtype=ndd.float32,
+                        window_size=ndd.batch([np.array([w], np.int32) for w in wins]),
+                        scale=ndd.batch(scales))
+    assert isinstance(out, ndd.Batch) and out.layout == "HWC"
+    for x, w, s, o in zip(xs, wins, scales, out):
+        sc = list(map(float, s)) * (2 // len(s))
+        ref = _laplacian_ref(x, (0, 1), [w, w], None, sc)
+        np.testing.assert_allclose(np.asarray(o), ref, atol=1e-5 * np.abs(ref).max())
+    # a uniform batch with shared arguments (one pass) equals sample by sample
+    xs = [rng.normal(size=(6, 8)).astype(np.float32) for _ in range(3)]
+    whole = ndd.laplacian(ndd.batch(xs), window_size=[3, 5])
+    for x, o in zip(xs, whole):
+        np.testing.assert_array_equal(np.asarray(o), np.asarray(ndd.laplacian(ndd.tensor(x), window_size=[3, 5])))
+
+
+@pytest.mark.parametrize("kw,layout,shape,match", [
+    ({"window_size": 4}, "HW", (5, 5), "window_size"),
+    ({"window_size": 1}, "HW", (5, 5), "window_size"),
+    ({"window_size": 33}, "HW", (5, 5), "window_size"),
+    ({"smoothing_size": 0}, "HW", (5, 5), "smoothing_size"),
+    ({"window_size": [3, 3, 3]}, "HW", (5, 5), "window_size"),
+    ({"scale": [1.0, 2.0, 3.0]}, "HW", (5, 5), "scale"),
+    ({"scale": 1.0, "normalized_kernel": True}, "HW", (5, 5), "scale"),
+    ({"dtype": ndd.int16}, "HW", (5, 5), "dtype"),
+    ({}, "HCW", (5, 3, 5), "channel"),
+    ({}, None, (2, 3, 4, 5), "layout"),
+])
+def test_laplacian_errors(kw, layout, shape, match) -> None:
+    with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError), match=match):
+        np.asarray(ndd.laplacian(ndd.tensor(np.zeros(shape, np.uint8), layout=layout), **kw))
+
+
+def test_laplacian_unsupported_type() -> None:
+    with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError), match="laplacian"):
+        np.asarray(ndd.laplacian(ndd.tensor(np.zeros((4, 4), np.float64))))
