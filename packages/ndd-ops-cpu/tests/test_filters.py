@@ -138,3 +138,125 @@ def test_laplacian_errors(kw, layout, shape, match) -> None:
 def test_laplacian_unsupported_type() -> None:
     with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError), match="laplacian"):
         np.asarray(ndd.laplacian(ndd.tensor(np.zeros((4, 4), np.float64))))
+
+
+# -- filter ------------------------------------------------------------------------------
+
+_NP_PAD = {"reflect_101": "reflect", "reflect_1001": "symmetric", "wrap": "wrap", "clamp": "edge",
+           "constant": "constant"}
+
+
+def _filter_ref(x: np.ndarray, f: np.ndarray, anchor: tuple[int, int], border: str, fill: float = 0.0,
+                valid: bool = False, hw: tuple[int, int] = (0, 1)) -> np.ndarray:
+    """out[i, j] = sum f[p, q] * x[i + p - ay, j + q - ax], x padded with np.pad (float64)."""
+    fh, fw = f.shape
+    ay, ax = (0, 0) if valid else anchor
+    pads = [(0, 0)] * x.ndim
+    if not valid:
+        pads[hw[0]], pads[hw[1]] = (ay, fh - 1 - ay), (ax, fw - 1 - ax)
+    kw = {"constant_values": fill} if border == "constant" else {}
+    p = np.pad(x.astype(np.float64), pads, mode=_NP_PAD[border], **kw)
+    out_hw = (x.shape[hw[0]] - fh + 1, x.shape[hw[1]] - fw + 1) if valid else (x.shape[hw[0]], x.shape[hw[1]])
+    shape = list(x.shape)
+    shape[hw[0]], shape[hw[1]] = out_hw
+    out = np.zeros(shape)
+    for a in range(fh):
+        for b in range(fw):
+            sl = [slice(None)] * x.ndim
+            sl[hw[0]], sl[hw[1]] = slice(a, a + out_hw[0]), slice(b, b + out_hw[1])
+            out += f[a, b] * p[tuple(sl)]
+    return out
+
+
+FILTER_CASES = [  # shape, layout, spatial axes, dtype, filter shape, anchor, border, mode
+    ((9, 11), "HW", (0, 1), np.float32, (3, 3), (-1, -1), "reflect_101", "same"),
+    ((9, 11, 3), "HWC", (0, 1), np.uint8, (3, 5), (0, 4), "reflect_1001", "same"),
+    ((3, 9, 11), "CHW", (1, 2), np.int16, (4, 2), (-1, -1), "wrap", "same"),
+    ((2, 9, 11, 2), "FHWC", (1, 2), np.uint16, (5, 3), (4, 0), "clamp", "same"),
+    ((2, 3, 7, 8), "FCHW", (2, 3), np.float32, (3, 3), (1, 2), "constant", "same"),
+    ((9, 11), None, (0, 1), np.float32, (4, 6), (-1, -1), "reflect_101", "valid"),
+    ((4, 5), "HW", (0, 1), np.float32, (9, 9), (-1, -1), "reflect_101", "same"),  # a filter bigger than the image
+    ((3, 6, 5), "HWC", (0, 1), np.float32, (7, 3), (-1, -1), "wrap", "same"),
+]
+
+
+@pytest.mark.parametrize("shape,layout,hw,dtype,fshape,anchor,border,mode", FILTER_CASES)
+def test_filter_against_direct_sum(shape, layout, hw, dtype, fshape, anchor, border, mode) -> None:
+    rng = np.random.default_rng(11)
+    dt = np.dtype(dtype)
+    x = (rng.normal(size=shape) * 30 if dt.kind == "f" else rng.integers(0, 120, shape)).astype(dt)
+    f = rng.normal(size=fshape).astype(np.float32) / 4
+    kw = {"anchor": list(anchor), "border": border, "mode": mode}
+    out = ndd.filter(ndd.tensor(x, layout=layout), ndd.tensor(f), **kw)
+    assert out.dtype == ndd.dtype(dt) and (out.layout or None) == layout
+    a = tuple(n // 2 if v < 0 else v for v, n in zip(anchor, fshape))
+    ref = _filter_ref(x, f, a, border, valid=mode == "valid", hw=hw)
+    got = np.asarray(out)
+    assert got.shape == ref.shape
+    if dt.kind == "f":
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-4 * max(1.0, np.abs(ref).max()))
+    else:  # rounded to nearest and saturated
+        info = np.iinfo(dt)
+        assert np.abs(got.astype(np.int64) - np.clip(np.round(ref), info.min, info.max)).max() <= 1
+    f32 = np.asarray(ndd.filter(ndd.tensor(x, layout=layout), ndd.tensor(f), dtype=ndd.float32, **kw))
+    np.testing.assert_allclose(f32, ref, rtol=0, atol=1e-4 * max(1.0, np.abs(ref).max()))
+
+
+def test_filter_hand_computed_borders() -> None:
+    x = np.arange(1, 8, dtype=np.float32)[None]  # one row: 1 .. 7
+    f = np.zeros((1, 5), np.float32)
+    f[0, 0] = 1  # picks the element two to the left
+    expect = {"reflect_101": [3, 2], "reflect_1001": [2, 1], "wrap": [6, 7], "clamp": [1, 1], "constant": [0, 0]}
+    for border, head in expect.items():
+        got = np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(f), border=border))[0]
+        np.testing.assert_array_equal(got, head + [1, 2, 3, 4, 5], err_msg=border)
+    got = np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(f), ndd.tensor(np.float32(9)), border="constant"))
+    np.testing.assert_array_equal(got[0], [9, 9, 1, 2, 3, 4, 5])
+    # the fill value counts only with border="constant"
+    got = np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(f), ndd.tensor(np.float32(9))))
+    np.testing.assert_array_equal(got[0], [3, 2, 1, 2, 3, 4, 5])
+    # an even filter: the anchor is its middle rounded down (1 of 0..1)
+    got = np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(np.ones((1, 2), np.float32))))
+    np.testing.assert_array_equal(got[0], [3, 3, 5, 7, 9, 11, 13])
+    got = np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(np.ones((1, 2), np.float32)), mode="valid"))
+    np.testing.assert_array_equal(got[0], [3, 5, 7, 9, 11, 13])
+
+
+def test_filter_batch_per_sample_filters_fill_and_anchor() -> None:
+    rng = np.random.default_rng(5)
+    xs = [rng.integers(0, 256, s).astype(np.uint8) for s in ((7, 9, 3), (12, 5, 3), (6, 6, 3))]
+    fs = [rng.random(s).astype(np.float32) / 4 for s in ((3, 3), (1, 5), (4, 2))]
+    anchors = [np.array(a, np.int32) for a in ((0, 0), (-1, -1), (3, 1))]
+    fills = [np.uint8(v) for v in (10, 0, 200)]
+    out = ndd.filter(ndd.batch(xs, layout="HWC"), ndd.batch(fs), ndd.batch(fills), border="constant",
+                     anchor=ndd.batch(anchors), dtype=ndd.float32)
+    assert isinstance(out, ndd.Batch) and out.dtype == ndd.float32
+    for x, f, a, v, o in zip(xs, fs, anchors, fills, out):
+        a = tuple(n // 2 if k < 0 else int(k) for k, n in zip(a, f.shape))
+        ref = _filter_ref(x, f, a, "constant", float(v))
+        np.testing.assert_allclose(np.asarray(o), ref, atol=1e-3)
+    # one filter (a Tensor) for the whole batch
+    out = ndd.filter(ndd.batch(xs, layout="HWC"), ndd.tensor(fs[0]))
+    for x, o in zip(xs, out):
+        ref = np.clip(np.round(_filter_ref(x, fs[0], (1, 1), "reflect_101")), 0, 255)
+        assert np.abs(np.asarray(o).astype(int) - ref).max() <= 1
+
+
+@pytest.mark.parametrize("x,f,extra,kw,match", [
+    (np.zeros((5, 5), np.float64), np.ones((3, 3), np.float32), (), {}, "input type"),
+    (np.zeros((5, 5), np.uint8), np.ones((3, 3), np.float64), (), {}, "float32"),
+    (np.zeros((5, 5), np.uint8), np.ones((3,), np.float32), (), {}, "dimensions"),
+    (np.zeros((5, 5), np.uint8), np.ones((3, 3), np.float32), (), {"anchor": [3, 0]}, "anchor"),
+    (np.zeros((5, 5), np.uint8), np.ones((3, 3), np.float32), (), {"anchor": [1, 1, 1]}, "anchor"),
+    (np.zeros((5, 5), np.uint8), np.ones((6, 3), np.float32), (), {"mode": "valid"}, "valid"),
+    (np.zeros((5, 5), np.uint8), np.ones((3, 3), np.float32), (), {"mode": "full"}, "mode"),
+    (np.zeros((5, 5), np.uint8), np.ones((3, 3), np.float32), (), {"border": "mirror"}, "border"),
+    (np.zeros((5, 5), np.uint8), np.ones((3, 3), np.float32), (np.int32(3),), {"border": "constant"}, "fill_value"),
+    (np.zeros((5, 5), np.uint8), np.ones((3, 3), np.float32), (), {"dtype": ndd.int16}, "dtype"),
+    (np.zeros((5, 5), np.int8), np.ones((3, 3), np.float32), (), {}, "CPU"),
+    (np.zeros((4, 5, 5), np.uint8), np.ones((3, 3, 3), np.float32), (), {}, "2 spatial"),
+    (np.zeros((0, 5), np.uint8), np.ones((3, 3), np.float32), (), {}, "empty"),
+])
+def test_filter_errors(x, f, extra, kw, match) -> None:
+    with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError, TypeError), match=match):
+        np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(f), *map(ndd.tensor, extra), **kw))

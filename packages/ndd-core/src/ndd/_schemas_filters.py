@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtype
-from ._schema import BOOL, DTYPE, FLOATS, INTS, Arg, OpSchema, OutMeta, given
+from ._schema import BOOL, DTYPE, FLOATS, INTS, STR, Arg, OpSchema, OutMeta, given
 
 _PKG = "ndd-ops-cpu"
 
@@ -146,4 +146,87 @@ LAPLACIAN = OpSchema(
         "convolution in float32; the border mirrored (dcb|abcd|cba).",
 )
 
-FILTERS_SCHEMAS = (LAPLACIAN,)
+
+# -- filter ------------------------------------------------------------------------------
+
+FILTER_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.float16, np.float32))
+FILTER_BORDERS = ("reflect_101", "reflect_1001", "wrap", "clamp", "constant")
+
+
+def filter_layout(op: str, layout: str | None, ndim: int) -> tuple[int, int, bool]:
+    """How ``filter`` reads a sample: (leading frame/channel axes, spatial axes, channels last).
+    The layout may start with F, C or FC and end with C; without one every axis is spatial."""
+    if not layout:
+        return 0, ndim, False
+    lead = 2 if layout.startswith("FC") else int(layout[:1] in ("F", "C"))
+    last = layout.endswith("C") and len(layout) > lead
+    spatial = layout[lead:len(layout) - last]
+    if "F" in layout[lead:] or "C" in spatial:
+        raise ValueError(f"Operator `{op}`: expects the layout [F][C]<spatial>[C] (frames first, channels "
+                         f"first or last), got {layout!r}")
+    return lead, len(spatial), last
+
+
+def _filter_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
+    op = "filter"
+    m, f = inputs[0], inputs[1]
+    npd = _np_dtype(m.dtype)
+    if npd is None or npd not in FILTER_DTYPES:
+        raise ValueError(f"Operator `{op}`: does not support input type {m.dtype} (as DALI: uint8, int8, uint16, "
+                         "int16, float16, float32)")
+    if f.dtype != _dtype.float32:
+        raise ValueError(f"Operator `{op}`: the filter must be float32, got {f.dtype}")
+    _, n_sp, _ = filter_layout(op, m.layout, m.ndim)
+    if n_sp not in (2, 3):
+        raise ValueError(f"Operator `{op}`: expects 2 or 3 spatial axes, got a {m.ndim}-D input with layout "
+                         f"{m.layout!r}; mark channels and frames in the layout (HWC, CHW, FHWC)")
+    if f.ndim != n_sp:
+        raise ValueError(f"Operator `{op}`: the filter must have as many dimensions as the input has spatial axes "
+                         f"({n_sp}), got {f.ndim}")
+    if len(inputs) > 2 and inputs[2] is not None:
+        fv = inputs[2]
+        if fv.dtype != m.dtype or fv.ndim != 0:
+            raise ValueError(f"Operator `{op}`: fill_value must be a scalar of the input type ({m.dtype}), got a "
+                             f"{fv.ndim}-D {fv.dtype} value")
+    dt = args["dtype"]
+    if dt is not None and dt != m.dtype and dt != _dtype.float32:
+        raise ValueError(f"Operator `{op}`: argument 'dtype' must be the input type ({m.dtype}) or float32, "
+                         f"got {dt}")
+    return [OutMeta(dt or m.dtype, m.ndim, m.layout)]
+
+
+def filter_anchor(op: str, args: Any, i: int, fshape: tuple[int, ...]) -> tuple[int, ...]:
+    """Sample ``i``'s anchor in the filter (-1: the middle, rounded down), checked."""
+    vals = [int(x) for x in np.ravel(args.sample("anchor", i))]
+    if len(vals) == 1:
+        vals = vals * len(fshape)
+    if len(vals) != len(fshape):
+        raise ValueError(f"Operator `{op}`: argument 'anchor' must have {len(fshape)} values (or one), got "
+                         f"{len(vals)} (sample {i})")
+    for a, n in zip(vals, fshape):
+        if not -1 <= a < n:
+            raise ValueError(f"Operator `{op}`: argument 'anchor' {vals} must lie within the filter of shape "
+                             f"{tuple(fshape)} (sample {i})")
+    return tuple(n // 2 if a < 0 else a for a, n in zip(vals, fshape))
+
+
+FILTER = OpSchema(
+    "filter", inputs=("data", "filter", "fill_value"), min_inputs=2, host_args_from=1,
+    args={
+        "anchor": Arg(INTS, (-1,), per_sample=True,
+                      doc="position of the filter over the output point, one value per filter axis "
+                          "(-1: the middle, rounded down); ignored in 'valid' mode"),
+        "border": Arg(STR, "reflect_101", choices=FILTER_BORDERS,
+                      doc="out-of-bounds handling: reflect_101 (dcb|abcd), reflect_1001 (cba|abc), wrap, clamp, "
+                          "constant (the fill_value input, or 0)"),
+        "mode": Arg(STR, "same", choices=("same", "valid"),
+                    doc="'same': output of the input's size; 'valid': only positions with the whole filter "
+                        "inside (each spatial extent shrinks by the filter extent - 1)"),
+        "dtype": Arg(DTYPE, None, doc="output type: the input type (default) or float32"),
+    },
+    infer=_filter_infer, provided_by=_PKG,
+    doc="Correlate each sample with its filter (the second input, float32; not flipped), in float32; "
+        "the optional third input is the scalar padding value of border='constant'.",
+)
+
+FILTERS_SCHEMAS = (LAPLACIAN, FILTER)

@@ -1,23 +1,32 @@
-"""Filter operators on the CPU: ``laplacian``.
+"""Filter operators on the CPU: ``laplacian`` and ``filter``.
 
-Each partial derivative is a separable correlation in float32, one axis at a time from
+``laplacian``: each partial derivative is a separable correlation in float32, one axis at a time from
 the innermost spatial axis outwards, the border mirrored without repeating the edge
 (reflect-101, again and again on axes shorter than the window); the partials are scaled
 and summed in axis order and the sum converted with rounding and saturation. That order
 gives DALI 2.4's float results to the bit. A dense batch with shared arguments is
 filtered in one pass, with the batch as a leading axis.
+
+``filter``: OpenCV's ``filter2D`` on each 2-D plane (frames and leading channels apart,
+trailing channels together, up to 128), called as DALI 2.4's CPU operator calls it, so
+the results are its own (rounding to integers included). Where DALI filters a region of a
+padded image (``wrap``, ``constant`` with a non-zero fill, ``valid``) and Python cannot
+hand OpenCV a region that knows its surroundings, the padded image is filtered whole with
+the anchor at the origin: the same sums, but OpenCV's vector loop may split a row
+elsewhere, so floats can differ in the last bit and integers, rarely, by 1.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import cv2
 import numpy as np
 
-from ndd._schemas_filters import filter_axes, laplacian_windows
+from ndd._schemas_filters import filter_anchor, filter_axes, filter_layout, laplacian_windows
 from ndd.plugins import BatchData, KernelArgs, KernelContext, reflect101
 
-from ._common import cast_to, map_samples
+from ._common import cast_to, map_samples, sample_name
 
 
 def _correlate_axis(y: np.ndarray, ax: int, w: np.ndarray) -> np.ndarray:
@@ -66,5 +75,68 @@ def laplacian_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
 
     def one(i: int) -> np.ndarray:
         return laplacian_one(samples[i], axes, laplacian_windows(ctx.op, args, i, len(axes)), dt)
+
+    return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
+
+
+_CV_BORDER = {"reflect_101": cv2.BORDER_REFLECT_101, "reflect_1001": cv2.BORDER_REFLECT,
+              "wrap": cv2.BORDER_WRAP, "clamp": cv2.BORDER_REPLICATE, "constant": cv2.BORDER_CONSTANT}
+_FILTER_CPU_DTYPES = (np.uint8, np.uint16, np.int16, np.float32)
+_FILTER_MAX_CHANNELS = 128
+
+
+def _filter_plane(x: np.ndarray, f: np.ndarray, anchor: tuple[int, int], border: str, valid: bool,
+                  fill: float, ddepth: int) -> np.ndarray:
+    """One (H, W[, C]) plane filtered as DALI's CPU operator does it."""
+    h, w = x.shape[:2]
+    fh, fw = f.shape
+    ay, ax = anchor
+    if valid:
+        return cv2.filter2D(x, ddepth, f, anchor=(0, 0))[:h - fh + 1, :w - fw + 1]
+    if border == "wrap" or (border == "constant" and fill != 0):
+        # DALI pads with cv::Scalar(fill, fill, fill): a 4th channel is padded with 0
+        p = cv2.copyMakeBorder(x, ay, fh - 1 - ay, ax, fw - 1 - ax, _CV_BORDER[border],
+                               value=(fill, fill, fill, 0))
+        return cv2.filter2D(p, ddepth, f, anchor=(0, 0))[:h, :w]
+    return cv2.filter2D(x, ddepth, f, anchor=(ax, ay), borderType=_CV_BORDER[border])
+
+
+def filter_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd, filters = inputs[0], inputs[1].samples
+    fills = inputs[2].samples if len(inputs) > 2 and inputs[2] is not None else None
+    samples = bd.samples
+    layout = ctx.input_layouts[0]
+    dt = np.dtype(ctx.output_meta[0].dtype.numpy_dtype)
+    valid = args["mode"] == "valid"
+    border = args["border"]
+    op = ctx.op
+    if samples and samples[0].dtype not in _FILTER_CPU_DTYPES:
+        raise ValueError(f"Operator `{op}`: the CPU operator does not support input type {samples[0].dtype} "
+                         "(as DALI: uint8, uint16, int16, float32)")
+    lead, n_sp, last = filter_layout(op, layout, samples[0].ndim if samples else 2)
+    if n_sp != 2:
+        raise ValueError(f"Operator `{op}`: the CPU operator filters 2 spatial axes only, got {n_sp} "
+                         f"(layout {layout!r}); mark channels and frames in the layout (HWC, CHW, FHWC)")
+
+    def one(i: int) -> np.ndarray:
+        x, f = samples[i], np.ascontiguousarray(filters[i])
+        hw = x.shape[lead:lead + 2]
+        c = x.shape[-1] if last else 1
+        if not x.size or not f.size:
+            raise ValueError(f"Operator `{op}`: {sample_name(ctx, bd, i)} or its filter is empty "
+                             f"(shapes {x.shape} and {f.shape})")
+        if c > _FILTER_MAX_CHANNELS:
+            raise ValueError(f"Operator `{op}`: at most {_FILTER_MAX_CHANNELS} channels, "
+                             f"{sample_name(ctx, bd, i)} has {c}")
+        if valid and (f.shape[0] > hw[0] or f.shape[1] > hw[1]):
+            raise ValueError(f"Operator `{op}`: in 'valid' mode the filter {f.shape} must fit in the sample "
+                             f"({sample_name(ctx, bd, i)} has spatial shape {hw})")
+        anchor = filter_anchor(op, args, i, f.shape)
+        fill = float(fills[i]) if fills is not None and border == "constant" else 0.0
+        ddepth = -1 if dt == x.dtype else cv2.CV_32F
+        planes = x.reshape((-1,) + x.shape[lead:])
+        out = [_filter_plane(p, f, anchor, border, valid, fill, ddepth) for p in planes]
+        res = np.stack(out).reshape(x.shape[:lead] + out[0].shape[:2] + x.shape[lead + 2:])
+        return res
 
     return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
