@@ -260,3 +260,104 @@ def test_filter_batch_per_sample_filters_fill_and_anchor() -> None:
 def test_filter_errors(x, f, extra, kw, match) -> None:
     with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError, TypeError), match=match):
         np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(f), *map(ndd.tensor, extra), **kw))
+
+
+# -- water and sphere --------------------------------------------------------------------
+
+LINEAR, NN = ndd.types.DALIInterpType.INTERP_LINEAR, ndd.types.DALIInterpType.INTERP_NN
+
+
+def _water_xy(h: int, w: int, ax: float, ay: float, fx: float, fy: float, px: float, py: float):
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    return x + ax * np.sin(fx * y + px), y + ay * np.cos(fy * x + py)
+
+
+def _sphere_xy(h: int, w: int):
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    cx, cy = w / 2, h / 2
+    tx, ty = x + 0.5 - cx, y + 0.5 - cy
+    r = np.hypot(tx, ty) / int(max(cx, cy))
+    return cx + r * tx, cy + r * ty
+
+
+def _sample_ref(img: np.ndarray, sx: np.ndarray, sy: np.ndarray, linear: bool, fill: float) -> np.ndarray:
+    """scipy.ndimage.map_coordinates with pixel centres at i + 0.5: bilinear (outside: fill) or
+    the pixel under the point."""
+    out = []
+    for c in range(img.shape[2]):
+        ch = img[..., c].astype(np.float64)
+        if linear:
+            out.append(ndimage.map_coordinates(ch, [sy - 0.5, sx - 0.5], order=1, mode="grid-constant", cval=fill))
+        else:
+            yi, xi = np.floor(sy).astype(int), np.floor(sx).astype(int)
+            inside = (yi >= 0) & (yi < ch.shape[0]) & (xi >= 0) & (xi < ch.shape[1])
+            out.append(np.where(inside, ch[np.clip(yi, 0, ch.shape[0] - 1), np.clip(xi, 0, ch.shape[1] - 1)], fill))
+    return np.stack(out, -1)
+
+
+def test_water_and_sphere_against_map_coordinates() -> None:
+    rng = np.random.default_rng(2)
+    img = (rng.random((40, 52, 3)) * 100).astype(np.float32)
+    p = {"ampl_x": 3.5, "ampl_y": -6.0, "freq_x": 0.3, "freq_y": 0.11, "phase_x": 1.0, "phase_y": -2.0}
+    xy = {"water": _water_xy(40, 52, *p.values()), "sphere": _sphere_xy(40, 52)}
+    for op, kw in (("water", p), ("sphere", {})):
+        for interp in (LINEAR, NN):
+            got = np.asarray(getattr(ndd, op)(ndd.tensor(img, layout="HWC"), interp_type=interp, fill_value=-5.0,
+                                              **kw))
+            ref = _sample_ref(img, *xy[op], interp == LINEAR, -5.0)
+            if interp == LINEAR:  # float32 coordinates and arithmetic
+                np.testing.assert_allclose(got, ref, atol=2e-3, err_msg=op)
+            else:  # a float32 coordinate within ~1e-6 of a pixel edge may fall on the other side
+                assert np.mean(got == ref) > 0.999, op
+
+
+def test_water_hand_computed() -> None:
+    x = (np.arange(30).reshape(5, 6, 1) * 8).astype(np.uint8)
+    # no wave: NN is the identity; LINEAR samples half a pixel up-left (the fill beyond the edge)
+    same = np.asarray(ndd.water(ndd.tensor(x), ampl_x=0.0, ampl_y=0.0))
+    np.testing.assert_array_equal(same, x)
+    lin = np.asarray(ndd.water(ndd.tensor(x), ampl_x=0.0, ampl_y=0.0, interp_type=LINEAR))[..., 0]
+    assert lin[1, 1] == (0 + 8 + 48 + 56) // 4 and lin[0, 1] == 2 and lin[0, 0] == 0
+    # a shift by -0.3 px along x (sin(pi/2) = 1) moves NN one pixel right, the fill entering at x = 0
+    sh = np.asarray(ndd.water(ndd.tensor(x.astype(np.float32)), ampl_x=-0.3, ampl_y=0.0, phase_x=np.pi / 2))
+    np.testing.assert_array_equal(sh[:, 1:], x[:, :-1].astype(np.float32))
+    assert (sh[:, 0] == 0).all()
+    # defaults (amplitude 10 px) move every pixel of this small image outside: all fill; a uint8
+    # fill is truncated and wrapped as DALI converts it (300 -> 44, -3.7 -> 253)
+    for fill, expect in ((300.0, 44), (-3.7, 253), (17.9, 17)):
+        assert (np.asarray(ndd.water(ndd.tensor(x), fill_value=fill)) == expect).all()
+
+
+def test_sphere_hand_computed() -> None:
+    # 4x4: centre (2, 2), d = 2; pixel (0, 0) has offset (-1.5, -1.5), radius 1.5 * sqrt(2) / 2,
+    # so it samples (2 - 1.59, 2 - 1.59) = pixel (0, 0); pixel (1, 1) samples (1.82, 1.82)
+    x = np.arange(16, dtype=np.float32).reshape(4, 4, 1)
+    got = np.asarray(ndd.sphere(ndd.tensor(x)))[..., 0]
+    assert got[0, 0] == 0 and got[1, 1] == 5 and got[0, 2] == x[0, 2, 0]
+
+
+def test_water_sphere_batch_and_mask() -> None:
+    rng = np.random.default_rng(4)
+    xs = [rng.integers(0, 256, s).astype(np.uint8) for s in ((20, 30, 3), (33, 17, 3), (8, 9, 3))]
+    mask = ndd.batch([np.int32(1), np.int32(0), np.int32(1)])
+    for op in ("water", "sphere"):
+        out = getattr(ndd, op)(ndd.batch(xs, layout="HWC"), mask=mask, interp_type=LINEAR)
+        assert isinstance(out, ndd.Batch) and out.layout == "HWC" and out.dtype == ndd.uint8
+        outs = [np.asarray(o) for o in out]
+        np.testing.assert_array_equal(outs[1], xs[1])  # mask 0: unchanged
+        for i in (0, 2):
+            one = np.asarray(getattr(ndd, op)(ndd.tensor(xs[i], layout="HWC"), interp_type=LINEAR))
+            np.testing.assert_array_equal(outs[i], one)
+            assert not np.array_equal(outs[i], xs[i])
+
+
+@pytest.mark.parametrize("op", ["water", "sphere"])
+@pytest.mark.parametrize("x,layout,kw,match", [
+    (np.zeros((5, 5, 3), np.int16), "HWC", {}, "uint8 or float32"),
+    (np.zeros((3, 5, 5), np.uint8), "CHW", {}, "HWC"),
+    (np.zeros((5, 5), np.uint8), None, {}, "HWC"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", {"interp_type": ndd.types.DALIInterpType.INTERP_CUBIC}, "interp_type"),
+])
+def test_water_sphere_errors(op, x, layout, kw, match) -> None:
+    with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError), match=match):
+        np.asarray(getattr(ndd, op)(ndd.tensor(x, layout=layout), **kw))

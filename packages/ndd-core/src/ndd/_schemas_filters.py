@@ -1,6 +1,6 @@
-"""Schemas of the filter operators ``laplacian`` and ``filter``, and the argument handling
-their kernels share (CPU here, a GPU kernel later): spatial axes, window taps, border
-modes.
+"""Schemas of the filter operators ``laplacian`` and ``filter`` and of the displacement
+operators ``water`` and ``sphere``, and the argument handling their kernels share (CPU
+here, a GPU kernel later): spatial axes, window taps, anchors, source coordinates.
 
 Argument names and defaults follow DALI 2.4. Where DALI's behaviour depends on whether an
 argument was given at all (``laplacian``'s ``scale`` and ``smoothing_size``) the default
@@ -9,6 +9,7 @@ here is None and the doc string says what "not set" does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from math import comb
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from . import _dtype
-from ._schema import BOOL, DTYPE, FLOATS, INTS, STR, Arg, OpSchema, OutMeta, given
+from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, INTERP_TYPE, INTS, STR, Arg, OpSchema, OutMeta, given
+from .types import DALIInterpType
 
 _PKG = "ndd-ops-cpu"
 
@@ -229,4 +231,90 @@ FILTER = OpSchema(
         "the optional third input is the scalar padding value of border='constant'.",
 )
 
-FILTERS_SCHEMAS = (LAPLACIAN, FILTER)
+
+# -- water and sphere --------------------------------------------------------------------
+
+DISPLACEMENT_DTYPES = (np.dtype(np.uint8), np.dtype(np.float32))
+
+
+def _displacement_infer(op: str) -> Any:
+    def infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
+        m = inputs[0]
+        npd = _np_dtype(m.dtype)
+        if npd is None or npd not in DISPLACEMENT_DTYPES:
+            raise ValueError(f"Operator `{op}`: expects uint8 or float32 images (as DALI), got {m.dtype}")
+        if (m.layout or ("HWC" if m.ndim == 3 else None)) != "HWC":
+            raise ValueError(f"Operator `{op}`: expects HWC images (as DALI), got a {m.ndim}-D input with layout "
+                             f"{m.layout!r}")
+        if args["interp_type"] not in (DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR):
+            raise ValueError(f"Operator `{op}`: argument 'interp_type' must be INTERP_NN or INTERP_LINEAR, got "
+                             f"{args['interp_type'].name}")
+        return [OutMeta(m.dtype, 3, "HWC")]
+    return infer
+
+
+def water_coords(args: Any, h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Source coordinates (x, y), float32 (h, w), of every output pixel (y, x) of ``water``:
+    x + ampl_x * sin(freq_x * y + phase_x) and y + ampl_y * cos(freq_y * x + phase_y), in
+    float32 (the sine and cosine rounded from float64)."""
+    f32 = np.float32
+    ys, xs = np.arange(h, dtype=f32), np.arange(w, dtype=f32)
+    arg_x = ys * f32(args["freq_x"]) + f32(args["phase_x"])
+    arg_y = xs * f32(args["freq_y"]) + f32(args["phase_y"])
+    dx = f32(args["ampl_x"]) * np.sin(arg_x.astype(np.float64)).astype(f32)
+    dy = f32(args["ampl_y"]) * np.cos(arg_y.astype(np.float64)).astype(f32)
+    return xs[None, :] + dx[:, None], ys[:, None] + dy[None, :]
+
+
+def sphere_coords(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Source coordinates (x, y), float32 (h, w), of every output pixel of ``sphere``: the
+    offset from the image centre (of the pixel centre) scaled by its length over the integer
+    part of the larger half-extent."""
+    f32 = np.float32
+    mid_x, mid_y = f32(w) * f32(0.5), f32(h) * f32(0.5)
+    d = f32(int(max(mid_x, mid_y)))
+    ty = (np.arange(h, dtype=f32) + f32(0.5) - mid_y)[:, None]
+    tx = (np.arange(w, dtype=f32) + f32(0.5) - mid_x)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):  # a 1x1 image: d is 0, as in DALI
+        rad = np.sqrt(tx * tx + ty * ty) / d
+    return mid_x + rad * tx, mid_y + rad * ty
+
+
+def displacement_fill(fill: float, dtype: np.dtype) -> Any:
+    """``fill_value`` as the pixel type, as DALI converts it: for uint8 truncated and wrapped
+    (300 gives 44, -3.7 gives 253)."""
+    if np.dtype(dtype) == np.uint8:
+        return np.uint8(int(math.trunc(fill)) & 0xFF) if math.isfinite(fill) else np.uint8(0)
+    return np.float32(fill)
+
+
+_DISPLACEMENT_ARGS = {
+    "fill_value": Arg(FLOAT, 0.0, doc="value of the pixels sampled outside the image (uint8 images: "
+                                      "truncated and wrapped to 0..255, as DALI)"),
+    "interp_type": Arg(INTERP_TYPE, DALIInterpType.INTERP_NN, doc="INTERP_NN or INTERP_LINEAR"),
+    "mask": Arg(INT, 1, per_sample=True, doc="0: return the sample unchanged; 1: apply the augmentation"),
+}
+
+WATER = OpSchema(
+    "water",
+    args={
+        "ampl_x": Arg(FLOAT, 10.0, doc="amplitude of the wave along x, in pixels"),
+        "ampl_y": Arg(FLOAT, 10.0, doc="amplitude of the wave along y, in pixels"),
+        "freq_x": Arg(FLOAT, 2 * math.pi / 128, doc="frequency of the wave along x (per pixel row)"),
+        "freq_y": Arg(FLOAT, 2 * math.pi / 128, doc="frequency of the wave along y (per pixel column)"),
+        "phase_x": Arg(FLOAT, 0.0, doc="phase of the wave along x"),
+        "phase_y": Arg(FLOAT, 0.0, doc="phase of the wave along y"),
+        **_DISPLACEMENT_ARGS,
+    },
+    infer=_displacement_infer("water"), provided_by=_PKG,
+    doc="Underwater look: output pixel (x, y) samples the input at (x + ampl_x * sin(freq_x * y + phase_x), "
+        "y + ampl_y * cos(freq_y * x + phase_y)); HWC uint8 or float32 images.",
+)
+
+SPHERE = OpSchema(
+    "sphere", args=dict(_DISPLACEMENT_ARGS), infer=_displacement_infer("sphere"), provided_by=_PKG,
+    doc="Bulge the image as if seen on a sphere: each pixel samples the input at its offset from the "
+        "centre scaled by the offset's length over half the larger extent; HWC uint8 or float32 images.",
+)
+
+FILTERS_SCHEMAS = (LAPLACIAN, FILTER, WATER, SPHERE)

@@ -1,4 +1,4 @@
-"""Filter operators on the CPU: ``laplacian`` and ``filter``.
+"""Filter and displacement operators on the CPU: ``laplacian``, ``filter``, ``water``, ``sphere``.
 
 ``laplacian``: each partial derivative is a separable correlation in float32, one axis at a time from
 the innermost spatial axis outwards, the border mirrored without repeating the edge
@@ -14,6 +14,11 @@ padded image (``wrap``, ``constant`` with a non-zero fill, ``valid``) and Python
 hand OpenCV a region that knows its surroundings, the padded image is filtered whole with
 the anchor at the origin: the same sums, but OpenCV's vector loop may split a row
 elsewhere, so floats can differ in the last bit and integers, rarely, by 1.
+
+``water`` and ``sphere``: per output pixel a source point from core (float32, as DALI), then
+DALI's sampler in NumPy: NN takes the pixel under the point (floor); LINEAR blends the four
+pixels around the point shifted by half a pixel, in float32 in DALI's order (rows first,
+then the difference of the rows), pixels outside the image taking ``fill_value``.
 """
 
 from __future__ import annotations
@@ -23,8 +28,17 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ndd._schemas_filters import filter_anchor, filter_axes, filter_layout, laplacian_windows
+from ndd._schemas_filters import (
+    displacement_fill,
+    filter_anchor,
+    filter_axes,
+    filter_layout,
+    laplacian_windows,
+    sphere_coords,
+    water_coords,
+)
 from ndd.plugins import BatchData, KernelArgs, KernelContext, reflect101
+from ndd.types import DALIInterpType
 
 from ._common import cast_to, map_samples, sample_name
 
@@ -140,3 +154,50 @@ def filter_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
         return res
 
     return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
+
+
+def _taps(x: np.ndarray, xi: np.ndarray, yi: np.ndarray, fill: Any) -> np.ndarray:
+    """Pixels (h, w, C) of ``x`` at integer coordinates ``xi``, ``yi``; ``fill`` outside."""
+    h, w = x.shape[:2]
+    inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+    px = x[np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]
+    return np.where(inside[..., None], px, fill)
+
+
+def sample_points(x: np.ndarray, sx: np.ndarray, sy: np.ndarray, linear: bool, fill: Any) -> np.ndarray:
+    """``x`` (HWC) sampled at the float32 points (``sx``, ``sy``) as DALI's 2-D sampler does."""
+    if not linear:
+        return _taps(x, np.floor(sx).astype(np.int64), np.floor(sy).astype(np.int64), fill)
+    f32 = np.float32
+    fx, fy = sx - f32(0.5), sy - f32(0.5)
+    x0, y0 = np.floor(fx), np.floor(fy)
+    qx, qy = (fx - x0)[..., None], (fy - y0)[..., None]
+    px = f32(1) - qx
+    x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+    s00, s01 = _taps(x, x0, y0, fill), _taps(x, x0 + 1, y0, fill)
+    s10, s11 = _taps(x, x0, y0 + 1, fill), _taps(x, x0 + 1, y0 + 1, fill)
+    s0 = s00.astype(f32) * px + s01.astype(f32) * qx
+    s1 = s10.astype(f32) * px + s11.astype(f32) * qx
+    return cast_to(s0 + (s1 - s0) * qy, x.dtype)
+
+
+def _displace(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs, coords: Any) -> Any:
+    samples = inputs[0].samples
+    linear = args["interp_type"] == DALIInterpType.INTERP_LINEAR
+
+    def one(i: int) -> np.ndarray:
+        x = samples[i]
+        if not args.sample("mask", i) or not x.size:
+            return x.copy()
+        sx, sy = coords(x.shape[0], x.shape[1])
+        return sample_points(x, sx, sy, linear, displacement_fill(args["fill_value"], x.dtype))
+
+    return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
+
+
+def water_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    return _displace(ctx, inputs, args, lambda h, w: water_coords(args, h, w))
+
+
+def sphere_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    return _displace(ctx, inputs, args, sphere_coords)
