@@ -361,3 +361,112 @@ def test_water_sphere_batch_and_mask() -> None:
 def test_water_sphere_errors(op, x, layout, kw, match) -> None:
     with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError), match=match):
         np.asarray(getattr(ndd, op)(ndd.tensor(x, layout=layout), **kw))
+
+
+# -- experimental.warp_perspective -------------------------------------------------------
+
+warp_perspective = ndd.experimental.warp_perspective
+
+
+def _perspective_ref(img: np.ndarray, m: np.ndarray, out_hw: tuple[int, int], corner: bool, linear: bool,
+                     fill: float) -> np.ndarray:
+    """Output pixel (x, y) samples the input at m @ (x, y, 1) (pixel corners: at the pixel centre
+    (x + 0.5, y + 0.5), the source's centres at i + 0.5), scipy map_coordinates, float64."""
+    y, x = np.mgrid[0:out_hw[0], 0:out_hw[1]].astype(np.float64)
+    off = 0.5 if corner else 0.0
+    p = np.einsum("ij,jhw->ihw", m.astype(np.float64), np.stack([x + off, y + off, np.ones_like(x)]))
+    sx, sy = p[0] / p[2] - off, p[1] / p[2] - off
+    chans = img[..., None] if img.ndim == 2 else img
+    out = [ndimage.map_coordinates(chans[..., c].astype(np.float64), [sy, sx], order=1 if linear else 0,
+                                   mode="grid-constant", cval=fill) for c in range(chans.shape[-1])]
+    return np.stack(out, -1).reshape(out_hw + img.shape[2:])
+
+
+def _smooth_image(h: int, w: int, c: int | None, dtype) -> np.ndarray:
+    y, x = np.mgrid[0:h, 0:w]
+    base = 100 + 60 * np.sin(x / 5.0) * np.cos(y / 7.0)
+    img = np.stack([base + 10 * k for k in range(c or 1)], -1)
+    return (img if c else img[..., 0]).astype(dtype)
+
+
+def test_warp_perspective_translation_is_a_shift() -> None:
+    x = np.arange(48, dtype=np.uint8).reshape(6, 8)
+    m = np.array([[1, 0, 2], [0, 1, -1], [0, 0, 1]], np.float32)  # out(x, y) = in(x + 2, y - 1)
+    for origin in ("corner", "center"):
+        for interp in (NN, LINEAR):
+            got = np.asarray(warp_perspective(ndd.tensor(x), matrix=m, interp_type=interp, fill_value=[200],
+                                              pixel_origin=origin))
+            np.testing.assert_array_equal(got[1:, :6], x[:5, 2:])
+            assert (got[0] == 200).all() and (got[:, 6:] == 200).all()
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int16, np.uint16])
+@pytest.mark.parametrize("origin", ["corner", "center"])
+@pytest.mark.parametrize("interp", [NN, LINEAR])
+def test_warp_perspective_against_map_coordinates(dtype, origin, interp) -> None:
+    img = _smooth_image(30, 40, 3, dtype)
+    m = np.array([[0.9, 0.1, 3.0], [-0.05, 1.1, -2.0], [0.001, 0.002, 1.0]], np.float32)
+    got = np.asarray(warp_perspective(ndd.tensor(img, layout="HWC"), matrix=m, interp_type=interp, size=[25, 35],
+                                      fill_value=[7.0], pixel_origin=origin))
+    assert got.shape == (25, 35, 3) and got.dtype == np.dtype(dtype)
+    ref = _perspective_ref(img, m, (25, 35), origin == "corner", interp == LINEAR, 7.0)
+    diff = np.abs(got.astype(np.float64) - ref)
+    if interp == LINEAR:  # OpenCV's bilinear weights are multiples of 1/32: up to ~100/64 off next to the fill
+        assert diff.max() <= 3.5 and diff.mean() < 0.3
+    else:  # a float32 coordinate next to a pixel edge may pick the neighbour
+        assert np.mean(diff == 0) > 0.99
+
+
+def test_warp_perspective_inverse_map_and_inputs() -> None:
+    img = _smooth_image(20, 24, None, np.float32)
+    m = np.array([[1.1, 0.05, -2.0], [0.0, 0.95, 1.0], [0.0005, 0.0, 1.0]], np.float32)
+    inv = np.linalg.inv(m).astype(np.float32)
+    a = np.asarray(warp_perspective(ndd.tensor(img), matrix=m))
+    b = np.asarray(warp_perspective(ndd.tensor(img), matrix=inv, inverse_map=False))
+    np.testing.assert_allclose(a, b, atol=0.05)
+    c = np.asarray(warp_perspective(ndd.tensor(img), ndd.tensor(m)))  # the matrix as an input
+    np.testing.assert_array_equal(a, c)
+    d = np.asarray(warp_perspective(ndd.tensor(img), matrix=m.ravel().tolist()))  # 9 values, row-major
+    np.testing.assert_array_equal(a, d)
+
+
+def test_warp_perspective_batch_layouts_per_sample() -> None:
+    rng = np.random.default_rng(8)
+    mats = [np.array([[1, 0, t], [0, 1, -t], [0, 0, 1]], np.float32) + np.diag([0.1, -0.1, 0]).astype(np.float32) * k
+            for k, t in enumerate((0.3, 2.2, -1.7))]
+    xs = [rng.integers(0, 256, s).astype(np.uint8) for s in ((3, 10, 12), (3, 7, 9), (3, 16, 5))]  # CHW, ragged
+    out = warp_perspective(ndd.batch(xs, layout="CHW"), ndd.batch(mats), size=[8, 11])
+    assert out.layout == "CHW"
+    for x, m, o in zip(xs, mats, out):
+        o = np.asarray(o)
+        assert o.shape == (3, 8, 11)
+        for ch in range(3):  # each channel plane warped alone
+            one = np.asarray(warp_perspective(ndd.tensor(np.ascontiguousarray(x[ch])), matrix=m, size=[8, 11]))
+            np.testing.assert_array_equal(o[ch], one)
+    # FHWC with a per-sample matrix argument: each frame warped with its sample's matrix
+    vids = [rng.integers(0, 256, (2, 9, 10, 3)).astype(np.uint8) for _ in range(3)]
+    out = warp_perspective(ndd.batch(vids, layout="FHWC"), matrix=ndd.batch(mats), interp_type=NN)
+    for v, m, o in zip(vids, mats, out):
+        for f in range(2):
+            ref = _perspective_ref(v[f], m, (9, 10), True, False, 0.0)
+            assert np.mean(np.asarray(o)[f] == ref) > 0.97
+
+
+@pytest.mark.parametrize("x,layout,extra,kw,match", [
+    (np.zeros((5, 5, 3), np.int8), "HWC", (), {"matrix": np.eye(3)}, "uint8, int16"),
+    (np.zeros((5, 5, 5), np.uint8), "HWC", (), {"matrix": np.eye(3)}, "4 channels"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (), {}, "matrix"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (np.eye(3, dtype=np.float32),), {"matrix": np.eye(3)}, "both"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (np.eye(3),), {}, "float32"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (), {"matrix": np.eye(2)}, "3x3"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (), {"matrix": np.eye(3), "fill_value": [1, 2]}, "fill_value"),
+    (np.zeros((3, 5, 5), np.uint8), "CHW", (), {"matrix": np.eye(3), "fill_value": [1, 2, 3]}, "fill_value"),
+    (np.zeros((5, 5, 3), np.uint8), "HCW", (), {"matrix": np.eye(3)}, "layout"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (), {"matrix": np.eye(3), "border_mode": "mirror"}, "border_mode"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (), {"matrix": np.eye(3), "pixel_origin": "middle"}, "pixel_origin"),
+    (np.zeros((5, 5, 3), np.uint8), "HWC", (), {"matrix": np.eye(3),
+                                                "interp_type": ndd.types.DALIInterpType.INTERP_LANCZOS3}, "interp_type"),
+])
+def test_warp_perspective_errors(x, layout, extra, kw, match) -> None:
+    with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError, TypeError), match=match):
+        np.asarray(warp_perspective(ndd.tensor(x, layout=layout), *map(ndd.tensor, extra), **kw))

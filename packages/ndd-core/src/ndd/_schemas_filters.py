@@ -1,5 +1,5 @@
-"""Schemas of the filter operators ``laplacian`` and ``filter`` and of the displacement
-operators ``water`` and ``sphere``, and the argument handling their kernels share (CPU
+"""Schemas of the filter operators ``laplacian`` and ``filter``, of the displacement
+operators ``water`` and ``sphere`` and of ``experimental.warp_perspective``, and the argument handling their kernels share (CPU
 here, a GPU kernel later): spatial axes, window taps, anchors, source coordinates.
 
 Argument names and defaults follow DALI 2.4. Where DALI's behaviour depends on whether an
@@ -317,4 +317,114 @@ SPHERE = OpSchema(
         "centre scaled by the offset's length over half the larger extent; HWC uint8 or float32 images.",
 )
 
-FILTERS_SCHEMAS = (LAPLACIAN, FILTER, WATER, SPHERE)
+
+# -- experimental.warp_perspective -------------------------------------------------------
+
+PERSPECTIVE_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.int16, np.uint16, np.float32))
+PERSPECTIVE_BORDERS = ("constant", "replicate", "reflect", "reflect_101", "wrap")
+_PERSPECTIVE_GUESS = {2: "HW", 3: "HWC"}
+
+
+def perspective_layout(op: str, layout: str | None, ndim: int) -> tuple[str, int, bool]:
+    """(layout, leading frame/channel axes, channels last) of a ``warp_perspective`` input:
+    HW, HWC, CHW, optionally after F; without a layout 2-D is HW and 3-D HWC."""
+    lay = layout or _PERSPECTIVE_GUESS.get(ndim)
+    if lay not in ("HW", "HWC", "FHWC", "CHW", "FCHW"):
+        raise ValueError(f"Operator `{op}`: expects the layout HW, HWC, FHWC, CHW or FCHW, got "
+                         f"{lay!r} ({ndim}-D input)")
+    return lay, lay.index("H"), lay.endswith("C")
+
+
+def _perspective_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
+    op = "experimental.warp_perspective"
+    m = inputs[0]
+    npd = _np_dtype(m.dtype)
+    if npd is None or npd not in PERSPECTIVE_DTYPES:
+        raise ValueError(f"Operator `{op}`: accepts uint8, int16, uint16 and float32 inputs, got {m.dtype}")
+    lay, _, _ = perspective_layout(op, m.layout, m.ndim)
+    has_matrix = given(args, "matrix")
+    if len(inputs) > 1 and inputs[1] is not None:
+        if has_matrix:
+            raise ValueError(f"Operator `{op}`: the matrix input and the 'matrix' argument cannot both be given")
+        if inputs[1].dtype != _dtype.float32 or inputs[1].ndim != 2:
+            raise ValueError(f"Operator `{op}`: the matrix input must hold float32 3x3 matrices, got "
+                             f"{inputs[1].ndim}-D {inputs[1].dtype}")
+    elif not has_matrix:
+        raise ValueError(f"Operator `{op}`: give the 3x3 matrix, as the 'matrix' argument or as the second input")
+    if args["interp_type"] not in (DALIInterpType.INTERP_NN, DALIInterpType.INTERP_LINEAR,
+                                   DALIInterpType.INTERP_CUBIC):
+        raise ValueError(f"Operator `{op}`: argument 'interp_type' must be INTERP_NN, INTERP_LINEAR or "
+                         f"INTERP_CUBIC, got {args['interp_type'].name}")
+    fill = args["fill_value"] or ()
+    if len(fill) > 1 and not lay.endswith("C"):
+        raise ValueError(f"Operator `{op}`: only one fill_value can be given for planar ({lay}) data")
+    return [OutMeta(m.dtype, m.ndim, lay)]
+
+
+def perspective_matrix(op: str, m: Any, i: int, corner: bool) -> np.ndarray:
+    """Sample ``i``'s 3x3 float32 matrix; with ``corner`` (pixel_origin="corner") moved to
+    OpenCV's pixel centres (shift by -0.5 after and +0.5 before), in float32 as DALI does."""
+    a = np.asarray(m, np.float32)
+    if a.size != 9:
+        raise ValueError(f"Operator `{op}`: the matrix must be 3x3, got {a.size} values (shape {a.shape}) "
+                         f"for sample {i}")
+    a = a.reshape(3, 3)
+    if not corner:
+        return a
+    f32 = np.float32
+    shift = np.array([[1, 0, 0.5], [0, 1, 0.5], [0, 0, 1]], f32)
+    back = np.array([[1, 0, -0.5], [0, 1, -0.5], [0, 0, 1]], f32)
+
+    def mul(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # float32 sums in order k = 0, 1, 2
+        return (f32(0) + x[:, :1] * y[:1, :]) + x[:, 1:2] * y[1:2, :] + x[:, 2:] * y[2:, :]
+
+    return mul(back, mul(a, shift))
+
+
+def perspective_size(op: str, args: Any, i: int, hw: tuple[int, int]) -> tuple[int, int]:
+    """Sample ``i``'s output (H, W): ``size`` rounded half away from zero, at least 1; not set:
+    the input's."""
+    v = args.sample("size", i)
+    if v is None or not np.size(v):
+        return hw
+    vals = [float(x) for x in np.ravel(v)]
+    if len(vals) != 2:
+        raise ValueError(f"Operator `{op}`: argument 'size' must be (H, W), got {vals} for sample {i}")
+    return tuple(max(int(math.copysign(math.floor(abs(x) + 0.5), x)), 1) for x in vals)
+
+
+def perspective_fill(op: str, fill: Sequence[float] | None, channels: int) -> tuple[float, float, float, float]:
+    """``fill_value`` as OpenCV's 4-value border scalar: none -> 0, one value -> every channel,
+    else one per channel."""
+    fill = tuple(fill or ())
+    if len(fill) > 1:
+        if len(fill) != channels:
+            raise ValueError(f"Operator `{op}`: argument 'fill_value' has {len(fill)} values but the images have "
+                             f"{channels} channels")
+        return tuple(fill) + (0.0,) * (4 - len(fill))
+    v = fill[0] if fill else 0.0
+    return (v, v, v, v)
+
+
+WARP_PERSPECTIVE = OpSchema(
+    "experimental.warp_perspective", inputs=("input", "matrix_input"), min_inputs=1, host_args_from=1,
+    args={
+        "matrix": Arg(FLOATS, None, per_sample=True,
+                      doc="3x3 perspective matrix, output to input coordinates (see inverse_map); or the second input"),
+        "size": Arg(FLOATS, None, per_sample=True, doc="output size (H, W), rounded, at least 1 (not set: the "
+                                                       "input size)"),
+        "inverse_map": Arg(BOOL, True, doc="the matrix maps output to input coordinates; False: input to output"),
+        "fill_value": Arg(FLOATS, (), doc="value(s) outside the source with border_mode='constant': one, or one "
+                                          "per channel (not set: 0)"),
+        "interp_type": Arg(INTERP_TYPE, DALIInterpType.INTERP_LINEAR, doc="INTERP_NN, INTERP_LINEAR or INTERP_CUBIC"),
+        "border_mode": Arg(STR, "constant", choices=PERSPECTIVE_BORDERS,
+                           doc="constant, replicate, reflect (cba|abc), reflect_101 (dcb|abcd) or wrap"),
+        "pixel_origin": Arg(STR, "corner", choices=("corner", "center"),
+                            doc="'corner': (0, 0) is the top-left corner of the first pixel; 'center': its centre "
+                                "(OpenCV's convention)"),
+    },
+    infer=_perspective_infer, provided_by=_PKG,
+    doc="Perspective warp of images (HW, HWC, CHW, and sequences of them), as OpenCV's warpPerspective.",
+)
+
+FILTERS_SCHEMAS = (LAPLACIAN, FILTER, WATER, SPHERE, WARP_PERSPECTIVE)

@@ -1,4 +1,5 @@
-"""Filter and displacement operators on the CPU: ``laplacian``, ``filter``, ``water``, ``sphere``.
+"""Filter and warp operators on the CPU: ``laplacian``, ``filter``, ``water``, ``sphere``,
+``experimental.warp_perspective``.
 
 ``laplacian``: each partial derivative is a separable correlation in float32, one axis at a time from
 the innermost spatial axis outwards, the border mirrored without repeating the edge
@@ -19,6 +20,9 @@ elsewhere, so floats can differ in the last bit and integers, rarely, by 1.
 DALI's sampler in NumPy: NN takes the pixel under the point (floor); LINEAR blends the four
 pixels around the point shifted by half a pixel, in float32 in DALI's order (rows first,
 then the difference of the rows), pixels outside the image taking ``fill_value``.
+
+``experimental.warp_perspective``: OpenCV's ``warpPerspective`` per 2-D plane, the matrix
+moved to pixel centres in float32 as DALI 2.4's CPU operator does it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ from ndd._schemas_filters import (
     filter_axes,
     filter_layout,
     laplacian_windows,
+    perspective_fill,
+    perspective_layout,
+    perspective_matrix,
+    perspective_size,
     sphere_coords,
     water_coords,
 )
@@ -201,3 +209,38 @@ def water_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> 
 
 def sphere_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     return _displace(ctx, inputs, args, sphere_coords)
+
+
+_CV_WARP_BORDER = {"constant": cv2.BORDER_CONSTANT, "replicate": cv2.BORDER_REPLICATE,
+                   "reflect": cv2.BORDER_REFLECT, "reflect_101": cv2.BORDER_REFLECT_101, "wrap": cv2.BORDER_WRAP}
+_CV_WARP_INTERP = {DALIInterpType.INTERP_NN: cv2.INTER_NEAREST, DALIInterpType.INTERP_LINEAR: cv2.INTER_LINEAR,
+                   DALIInterpType.INTERP_CUBIC: cv2.INTER_CUBIC}
+
+
+def warp_perspective_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    samples = bd.samples
+    mats = inputs[1].samples if len(inputs) > 1 and inputs[1] is not None else None
+    op = ctx.op
+    _, lead, last = perspective_layout(op, ctx.input_layouts[0], samples[0].ndim if samples else 2)
+    flags = _CV_WARP_INTERP[args["interp_type"]] | (cv2.WARP_INVERSE_MAP if args["inverse_map"] else 0)
+    border = _CV_WARP_BORDER[args["border_mode"]]
+    corner = args["pixel_origin"] == "corner"
+
+    def one(i: int) -> np.ndarray:
+        x = samples[i]
+        c = x.shape[-1] if last else 1
+        if c > 4:
+            raise ValueError(f"Operator `{op}`: images with more than 4 channels are not supported "
+                             f"({sample_name(ctx, bd, i)} has {c})")
+        if not x.size:
+            raise ValueError(f"Operator `{op}`: {sample_name(ctx, bd, i)} is empty (shape {x.shape})")
+        m = perspective_matrix(op, mats[i] if mats is not None else args.sample("matrix", i), i, corner)
+        fill = perspective_fill(op, args["fill_value"], c if last else 1)
+        oh, ow = perspective_size(op, args, i, x.shape[lead:lead + 2])
+        planes = x.reshape((-1,) + x.shape[lead:])
+        out = [cv2.warpPerspective(p, m, (ow, oh), flags=flags, borderMode=border, borderValue=fill)
+               for p in planes]
+        return np.stack(out).reshape(x.shape[:lead] + (oh, ow) + x.shape[lead + 2:])
+
+    return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
