@@ -470,3 +470,65 @@ def test_warp_perspective_batch_layouts_per_sample() -> None:
 def test_warp_perspective_errors(x, layout, extra, kw, match) -> None:
     with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError, TypeError), match=match):
         np.asarray(warp_perspective(ndd.tensor(x, layout=layout), *map(ndd.tensor, extra), **kw))
+
+
+# -- resize_crop_mirror ------------------------------------------------------------------
+
+
+def test_resize_crop_mirror_nn_upscale_by_two() -> None:
+    # NN to twice the size: resized pixel (i, j) is input (i // 2, j // 2); the window and the
+    # flips then follow crop's and flip's definitions
+    x = np.arange(6 * 8, dtype=np.uint8).reshape(6, 8, 1)
+    up = np.repeat(np.repeat(x, 2, 0), 2, 1)  # 12 x 16
+    for mirror in range(4):
+        got = np.asarray(ndd.resize_crop_mirror(ndd.tensor(x), size=[12, 16], crop=[5, 6], crop_pos_x=0.2,
+                                                crop_pos_y=1.0, mirror=mirror, interp_type=NN))
+        y0, x0 = 7, round(0.2 * 10)  # crop_pos * (extent - window), rounded
+        ref = up[y0:y0 + 5, x0:x0 + 6]
+        ref = ref[:, ::-1] if mirror & 1 else ref
+        ref = ref[::-1] if mirror & 2 else ref
+        np.testing.assert_array_equal(got, ref, err_msg=f"mirror={mirror}")
+
+
+@pytest.mark.parametrize("interp", [LINEAR, ndd.types.DALIInterpType.INTERP_CUBIC,
+                                    ndd.types.DALIInterpType.INTERP_LANCZOS3])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_resize_crop_mirror_is_resize_crop_flip(interp, dtype) -> None:
+    rng = np.random.default_rng(9)
+    xs = [(rng.random(s) * 255).astype(dtype) for s in ((40, 50, 3), (31, 27, 3))]
+    kw = {"resize_shorter": 24, "interp_type": interp}
+    out = ndd.resize_crop_mirror(ndd.batch(xs, layout="HWC"), crop=[16, 20], crop_pos_x=0.3,
+                                 mirror=ndd.batch([np.int32(1), np.int32(2)]), **kw)
+    for x, o, m in zip(xs, out, (1, 2)):
+        r = ndd.crop(ndd.resize(ndd.tensor(x, layout="HWC"), **kw), crop=[16, 20], crop_pos_x=0.3)
+        r = np.asarray(ndd.flip(r, horizontal=m & 1, vertical=m >> 1))
+        o = np.asarray(o)
+        assert o.shape == (16, 20, 3) and o.dtype == np.dtype(dtype)
+        # the window is resampled alone (its ROI in float32): within rounding of the whole resize
+        tol = 1 if dtype == np.uint8 else 1e-3
+        assert np.abs(o.astype(np.float64) - r).max() <= tol
+
+
+def test_resize_crop_mirror_defaults_and_window_past_the_edge() -> None:
+    x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
+    # no crop: the whole resized image (NN at half size reads the centres 1, 3, 5, ...); no mirror
+    whole = np.asarray(ndd.resize_crop_mirror(ndd.tensor(x), size=[5, 6], interp_type=NN))
+    np.testing.assert_array_equal(whole, x[1::2, 1::2])
+    # a window taller than the resized image reads past its edge: centres 11 and 13 clamp to row 9
+    tall = np.asarray(ndd.resize_crop_mirror(ndd.tensor(x), size=[5, 6], crop=[7, 6], crop_pos_y=0.0,
+                                             interp_type=NN))
+    assert tall.shape == (7, 6)
+    np.testing.assert_array_equal(tall[:5], x[1::2, 1::2])
+    np.testing.assert_array_equal(tall[5:], np.repeat(x[-1:, 1::2], 2, 0))
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"size": [5, 5], "crop_h": 3}, "crop_w"),
+    ({"size": [5, 5], "crop": [3, 3], "crop_w": 2, "crop_h": 2}, "crop"),
+    ({"crop": [3, 3]}, "size"),
+    ({"size": [5, 5], "resize_z": 3}, "resize_z"),
+    ({"size": [5, 5], "rounding": "floor"}, "rounding"),
+])
+def test_resize_crop_mirror_errors(kw, match) -> None:
+    with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError), match=match):
+        np.asarray(ndd.resize_crop_mirror(ndd.tensor(np.zeros((8, 8, 3), np.uint8)), **kw))

@@ -1,5 +1,6 @@
 """Schemas of the filter operators ``laplacian`` and ``filter``, of the displacement
-operators ``water`` and ``sphere`` and of ``experimental.warp_perspective``, and the argument handling their kernels share (CPU
+operators ``water`` and ``sphere``, of ``experimental.warp_perspective`` and
+``resize_crop_mirror``, and the argument handling their kernels share (CPU
 here, a GPU kernel later): spatial axes, window taps, anchors, source coordinates.
 
 Argument names and defaults follow DALI 2.4. Where DALI's behaviour depends on whether an
@@ -18,6 +19,16 @@ import numpy as np
 
 from . import _dtype
 from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, INTERP_TYPE, INTS, STR, Arg, OpSchema, OutMeta, given
+from ._schemas_image import (
+    _ALL_INTERP,
+    RESIZE,
+    _check_hw_image,
+    _check_interp,
+    _err,
+    _float_or_same,
+    _image_layout,
+    _non_negative,
+)
 from .types import DALIInterpType
 
 _PKG = "ndd-ops-cpu"
@@ -427,4 +438,48 @@ WARP_PERSPECTIVE = OpSchema(
     doc="Perspective warp of images (HW, HWC, CHW, and sequences of them), as OpenCV's warpPerspective.",
 )
 
-FILTERS_SCHEMAS = (LAPLACIAN, FILTER, WATER, SPHERE, WARP_PERSPECTIVE)
+
+# -- resize_crop_mirror ------------------------------------------------------------------
+
+
+def _rcm_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
+    op = "resize_crop_mirror"
+    m = inputs[0]
+    _check_hw_image(op, m)
+    return [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, _image_layout(m))]
+
+
+def _rcm_validate(args: Any) -> None:
+    op = "resize_crop_mirror"
+    _non_negative(op, args, "resize_shorter", "resize_longer", "max_size")
+    if args["resize_z"] or args["crop_d"]:
+        raise _err(op, "resize_z" if args["resize_z"] else "crop_d", "applies to volumes only (ndd resizes "
+                                                                     "HWC and HW images)")
+    if given(args, "crop_w") != given(args, "crop_h"):
+        raise ValueError(f"Operator `{op}`: arguments 'crop_w' and 'crop_h' must be given together")
+    if given(args, "crop") and given(args, "crop_w"):
+        raise ValueError(f"Operator `{op}`: argument 'crop' cannot be combined with 'crop_w' and 'crop_h'")
+    if (args["roi_start"] is None) != (args["roi_end"] is None):
+        raise ValueError(f"Operator `{op}`: arguments 'roi_start' and 'roi_end' must be given together")
+    _check_interp(op, args, ("interp_type", "min_filter", "mag_filter"), _ALL_INTERP)
+
+
+RESIZE_CROP_MIRROR = OpSchema(
+    "resize_crop_mirror",
+    args={
+        **{k: a for k, a in RESIZE.args.items() if k != "save_attrs"},
+        "crop": Arg(FLOATS, None, per_sample=True, doc="window (H, W) cut from the resized image (fractions dropped)"),
+        "crop_h": Arg(FLOAT, None, per_sample=True, doc="window height (with crop_w; 0 or not set: the whole height)"),
+        "crop_w": Arg(FLOAT, None, per_sample=True, doc="window width (with crop_h; 0 or not set: the whole width)"),
+        "crop_d": Arg(FLOAT, 0.0, per_sample=True, doc="volumes only"),
+        "crop_pos_x": Arg(FLOAT, 0.5, per_sample=True, doc="window position: x0 = crop_pos_x * (W - crop_W)"),
+        "crop_pos_y": Arg(FLOAT, 0.5, per_sample=True, doc="window position: y0 = crop_pos_y * (H - crop_H)"),
+        "crop_pos_z": Arg(FLOAT, 0.5, per_sample=True, doc="volumes only"),
+        "rounding": Arg(STR, "round", choices=("round", "truncate"), doc="how the window position is rounded"),
+        "mirror": Arg(INT, 0, per_sample=True, doc="flips: 1 horizontal, 2 vertical (4 depthwise), or a sum"),
+    },
+    infer=_rcm_infer, validate=_rcm_validate, provided_by=_PKG,
+    doc="resize, then crop, then flip, in one operator (HWC or HW images).",
+)
+
+FILTERS_SCHEMAS = (LAPLACIAN, FILTER, WATER, SPHERE, WARP_PERSPECTIVE, RESIZE_CROP_MIRROR)

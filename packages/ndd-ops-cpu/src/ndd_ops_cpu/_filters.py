@@ -1,5 +1,5 @@
 """Filter and warp operators on the CPU: ``laplacian``, ``filter``, ``water``, ``sphere``,
-``experimental.warp_perspective``.
+``experimental.warp_perspective``, ``resize_crop_mirror``.
 
 ``laplacian``: each partial derivative is a separable correlation in float32, one axis at a time from
 the innermost spatial axis outwards, the border mirrored without repeating the edge
@@ -23,6 +23,11 @@ then the difference of the rows), pixels outside the image taking ``fill_value``
 
 ``experimental.warp_perspective``: OpenCV's ``warpPerspective`` per 2-D plane, the matrix
 moved to pixel centres in float32 as DALI 2.4's CPU operator does it.
+
+``resize_crop_mirror``: ``resize``'s plan, narrowed to the crop window (its input ROI
+rounded to float32, its ends swapped on flipped axes), and ``resize``'s resampling of that
+ROI: one resampling, as DALI's fused operator (whose nearest-neighbour picks at ties follow
+the narrowed ROI, not the whole resize).
 """
 
 from __future__ import annotations
@@ -45,10 +50,19 @@ from ndd._schemas_filters import (
     sphere_coords,
     water_coords,
 )
-from ndd.plugins import BatchData, KernelArgs, KernelContext, reflect101
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    ResizePlan,
+    crop_window,
+    reflect101,
+    resize_plans,
+)
 from ndd.types import DALIInterpType
 
 from ._common import cast_to, map_samples, sample_name
+from ._resize import resample
 
 
 def _correlate_axis(y: np.ndarray, ax: int, w: np.ndarray) -> np.ndarray:
@@ -242,5 +256,34 @@ def warp_perspective_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kern
         out = [cv2.warpPerspective(p, m, (ow, oh), flags=flags, borderMode=border, borderValue=fill)
                for p in planes]
         return np.stack(out).reshape(x.shape[:lead] + (oh, ow) + x.shape[lead + 2:])
+
+    return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
+
+
+def _window_plan(plan: ResizePlan, win: tuple[tuple[int, int], tuple[int, int]], mirror: int) -> ResizePlan:
+    """The resize plan of a window of ``plan``'s output: its input ROI (float32, as DALI), the
+    ends swapped on the flipped axes (1: horizontal, 2: vertical)."""
+    (y0, x0), (h, w) = win
+    lo, hi = [], []
+    for d, (a, n, flip) in enumerate(((y0, h, mirror & 2), (x0, w, mirror & 1))):
+        scale = (plan.hi[d] - plan.lo[d]) / plan.out[d]
+        start = float(np.float32(plan.lo[d] + a * scale))
+        end = float(np.float32(plan.lo[d] + (a + n) * scale))
+        lo.append(end if flip else start)
+        hi.append(start if flip else end)
+    return ResizePlan((h, w), (lo[0], lo[1]), (hi[0], hi[1]))
+
+
+def resize_crop_mirror_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    samples = inputs[0].samples
+    op = ctx.op
+    dt = ctx.output_meta[0].dtype.numpy_dtype
+    plans, filters = resize_plans(op, args, [s.shape[:2] for s in samples])
+    aa = args["antialias"]
+
+    def one(i: int) -> np.ndarray:
+        win = crop_window(op, args, i, plans[i].out, "pad")
+        plan = _window_plan(plans[i], win, int(args.sample("mirror", i)))
+        return resample(samples[i], plan, *filters[i], aa, dt)
 
     return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
