@@ -256,10 +256,14 @@ def test_filter_batch_per_sample_filters_fill_and_anchor() -> None:
     (np.zeros((5, 5), np.int8), np.ones((3, 3), np.float32), (), {}, "CPU"),
     (np.zeros((4, 5, 5), np.uint8), np.ones((3, 3, 3), np.float32), (), {}, "2 spatial"),
     (np.zeros((0, 5), np.uint8), np.ones((3, 3), np.float32), (), {}, "empty"),
+    (np.zeros((5, 5, 5), np.uint8), np.ones((3, 3), np.float32), (np.uint8(3),), {"border": "constant", "layout": "HWC"},
+     "4 channels"),
 ])
 def test_filter_errors(x, f, extra, kw, match) -> None:
+    kw = dict(kw)
+    layout = kw.pop("layout", None)
     with ndd.EvalMode.sync_cpu, pytest.raises((ValueError, RuntimeError, TypeError), match=match):
-        np.asarray(ndd.filter(ndd.tensor(x), ndd.tensor(f), *map(ndd.tensor, extra), **kw))
+        np.asarray(ndd.filter(ndd.tensor(x, layout=layout), ndd.tensor(f), *map(ndd.tensor, extra), **kw))
 
 
 # -- water and sphere --------------------------------------------------------------------

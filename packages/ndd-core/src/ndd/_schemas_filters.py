@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from math import comb
 from typing import Any
 
 import numpy as np
@@ -90,7 +89,7 @@ def _laplacian_validate(args: Any) -> None:
 
 def smoothing_window(size: int) -> np.ndarray:
     """Binomial smoothing taps of odd ``size`` ([1, 2, 1] for 3), float32."""
-    return np.array([comb(size - 1, k) for k in range(size)], np.float32)
+    return np.array([math.comb(size - 1, k) for k in range(size)], np.float32)
 
 
 def derivative_window(size: int) -> np.ndarray:

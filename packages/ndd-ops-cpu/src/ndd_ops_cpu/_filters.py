@@ -103,8 +103,7 @@ def laplacian_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs)
     samples = bd.samples
     dt = ctx.output_meta[0].dtype.numpy_dtype
     layout = ctx.input_layouts[0]
-    ndim = samples[0].ndim if samples else 0
-    axes = filter_axes(ctx.op, layout, ndim)
+    axes = filter_axes(ctx.op, layout, samples[0].ndim if samples else 2)
     if bd.dense is not None and len(samples) > 1 and not any(args.is_per_sample(k) for k in _LAPLACIAN_ARGS):
         windows = laplacian_windows(ctx.op, args, 0, len(axes))
         return laplacian_one(bd.dense, tuple(a + 1 for a in axes), windows, dt)
@@ -130,9 +129,11 @@ def _filter_plane(x: np.ndarray, f: np.ndarray, anchor: tuple[int, int], border:
     if valid:
         return cv2.filter2D(x, ddepth, f, anchor=(0, 0))[:h - fh + 1, :w - fw + 1]
     if border == "wrap" or (border == "constant" and fill != 0):
-        # DALI pads with cv::Scalar(fill, fill, fill): a 4th channel is padded with 0
-        p = cv2.copyMakeBorder(x, ay, fh - 1 - ay, ax, fw - 1 - ax, _CV_BORDER[border],
-                               value=(fill, fill, fill, 0))
+        pads = (ay, fh - 1 - ay, ax, fw - 1 - ax)
+        if border == "wrap":
+            p = cv2.copyMakeBorder(x, *pads, cv2.BORDER_WRAP)
+        else:  # DALI pads with cv::Scalar(fill, fill, fill): a 4th channel is padded with 0
+            p = cv2.copyMakeBorder(x, *pads, cv2.BORDER_CONSTANT, value=(fill, fill, fill, 0))
         return cv2.filter2D(p, ddepth, f, anchor=(0, 0))[:h, :w]
     return cv2.filter2D(x, ddepth, f, anchor=(ax, ay), borderType=_CV_BORDER[border])
 
@@ -169,6 +170,9 @@ def filter_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) ->
                              f"({sample_name(ctx, bd, i)} has spatial shape {hw})")
         anchor = filter_anchor(op, args, i, f.shape)
         fill = float(fills[i]) if fills is not None and border == "constant" else 0.0
+        if fill != 0 and c > 4:
+            raise ValueError(f"Operator `{op}`: a non-zero fill_value pads at most 4 channels (as DALI's "
+                             f"OpenCV call), {sample_name(ctx, bd, i)} has {c}")
         ddepth = -1 if dt == x.dtype else cv2.CV_32F
         planes = x.reshape((-1,) + x.shape[lead:])
         out = [_filter_plane(p, f, anchor, border, valid, fill, ddepth) for p in planes]
