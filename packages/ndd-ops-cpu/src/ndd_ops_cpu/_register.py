@@ -21,6 +21,14 @@ from ._blur import gaussian_blur_cpu
 from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
 from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
+from ._filters import (
+    filter_cpu,
+    laplacian_cpu,
+    resize_crop_mirror_cpu,
+    sphere_cpu,
+    warp_perspective_cpu,
+    water_cpu,
+)
 from ._normalize import cmn_cpu, normalize_cpu
 from ._paste import bbox_paste_cpu, bbox_rotate_cpu, coord_flip_cpu, multi_paste_cpu, paste_cpu
 from ._pixel import color_space_conversion_cpu, erase_cpu, lookup_table_cpu
@@ -83,6 +91,12 @@ KERNELS = {
     "nonsilent_region": nonsilent_region_cpu,
     "audio_resample": audio_resample_cpu,
     "decoders.audio": audio_decoder_cpu,
+    "laplacian": laplacian_cpu,
+    "filter": filter_cpu,
+    "water": water_cpu,
+    "sphere": sphere_cpu,
+    "experimental.warp_perspective": warp_perspective_cpu,
+    "resize_crop_mirror": resize_crop_mirror_cpu,
 }
 
 
