@@ -102,6 +102,7 @@ from ._schemas_paste import MULTI_PASTE_REGION_ARGS, bbox_rotate_sizes, coord_fl
 from ._shape_ops import slice_box
 from ._storage import BatchData, LazyBatchData
 from ._transforms import check_points, coord_transform_params, transform_points
+from ._wav import convert_decoded, decode_wav, from_unit, resample_signal, to_unit
 
 __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
@@ -127,7 +128,9 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "MULTI_PASTE_REGION_ARGS", "bbox_rotate_sizes", "coord_flip_axes", "paste_geometry",
            # ... and by the audio kernels (_audio_args)
            "RESAMPLE_BLOCK", "ResampleWindow", "dct_matrix", "hann_window", "mel_filters", "num_windows",
-           "resample_window", "resampled_length"]
+           "resample_window", "resampled_length",
+           # ... and by the audio kernels and the NemoAsr reader (_wav)
+           "convert_decoded", "decode_wav", "from_unit", "resample_signal", "to_unit"]
 
 
 @dataclass
