@@ -92,3 +92,12 @@ def test_random_module_lists_its_operators():
     names = dir(ndd.random)
     assert {"uniform", "normal", "coin_flip", "choice", "beta", "RNG"} <= set(names)
     assert ndd.ThreadPool(1, device_id=0).device_id == 0
+
+
+def test_device_class_helpers():
+    assert ndd.Device.CPU == ndd.Device("cpu")
+    assert ndd.Device.default_device_id("cpu") is None and ndd.Device.default_device_id("gpu") == 0
+    assert ndd.Device.from_dlpack(np.zeros(3)) == ndd.Device("cpu")
+    assert ndd.Device.type_from_dlpack(1) == "cpu" and ndd.Device.type_from_dlpack(2) == "gpu"
+    with pytest.raises(ValueError, match="Unsupported DLPack device type: 3"):
+        ndd.Device.type_from_dlpack(3)
