@@ -46,6 +46,12 @@ _WHERE = {
     "noise.gaussian": ("_noise", "gaussian_gpu"),
     "noise.salt_and_pepper": ("_noise", "salt_and_pepper_gpu"),
     "noise.shot": ("_noise", "shot_gpu"),
+    "jitter": ("_gpu_only", "jitter_gpu"),
+    "experimental.median_blur": ("_gpu_only", "median_blur_gpu"),
+    "experimental.dilate": ("_gpu_only", "dilate_gpu"),
+    "experimental.erode": ("_gpu_only", "erode_gpu"),
+    "experimental.remap": ("_gpu_only", "remap_gpu"),
+    "experimental.resize": ("_geometry", "resize_gpu"),
     **{f"reductions.{op}": ("_reductions", "REDUCTIONS") for op in (
         "sum", "mean", "mean_square", "rms", "min", "max", "std_dev", "variance")},
     **{op: ("_core", "HOST_KERNELS") for op in (
