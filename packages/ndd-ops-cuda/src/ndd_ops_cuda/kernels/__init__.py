@@ -52,6 +52,12 @@ _WHERE = {
     "experimental.erode": ("_gpu_only", "erode_gpu"),
     "experimental.remap": ("_gpu_only", "remap_gpu"),
     "experimental.resize": ("_geometry", "resize_gpu"),
+    "copy": ("_util", "copy_gpu"),
+    "per_frame": ("_util", "per_frame_gpu"),
+    "element_extract": ("_util", "element_extract_gpu"),
+    "sequence_rearrange": ("_util", "sequence_rearrange_gpu"),
+    "reinterpret": ("_util", "reinterpret_gpu"),
+    "permute_batch": ("_util", "permute_batch_gpu"),
     **{f"reductions.{op}": ("_reductions", "REDUCTIONS") for op in (
         "sum", "mean", "mean_square", "rms", "min", "max", "std_dev", "variance")},
     **{op: ("_core", "HOST_KERNELS") for op in (
