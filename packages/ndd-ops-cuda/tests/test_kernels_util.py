@@ -1,6 +1,6 @@
 """The data-movement operators on the GPU (copy, per_frame, element_extract, sequence_rearrange,
-reinterpret, permute_batch) against their CPU kernels on the same inputs: equal bytes, dtype,
-layout and shape (tolerance: exact), and the same errors."""
+reinterpret, permute_batch), coord_flip and grid_mask against their CPU kernels on the same
+inputs: equal bytes, dtype, layout and shape (tolerance: exact), and the same errors."""
 
 from __future__ import annotations
 
@@ -112,3 +112,45 @@ def test_permute_batch(dense) -> None:
     with pytest.raises(ValueError) as info:
         ndd.permute_batch(b.gpu(), indices=[0, 1, 2, 4]).evaluate()
     assert "argument 'indices' has index 4 (for output sample 3)" in f"{info.value} {info.value.__cause__}"
+
+
+@pytest.mark.parametrize("d,layout", [(1, ""), (2, ""), (2, "yx"), (3, ""), (3, "zxy")])
+def test_coord_flip(d, layout) -> None:
+    rng = np.random.default_rng(5)
+    dense = ndd.as_batch([rng.random((6, d), dtype=np.float32) for _ in range(3)])
+    ragged = ndd.as_batch([rng.random((k, d), dtype=np.float32) * 3 - 1 for k in (4, 0, 9)])
+    flips = ndd.as_batch([np.int32(f) for f in (1, 0, 3)])
+    centers = ndd.as_batch([np.float32(c) for c in (0.1, 0.7, 0.333)])
+    for b in (dense, ragged):
+        for kw in ({}, {"flip_x": 0, "flip_y": 1, "flip_z": 1, "center_y": 0.3, "center_z": 0.77},
+                   {"flip_x": flips, "center_x": centers, "flip_y": 1, "center_y": centers}):
+            ref, got, _ = run_both(lambda x, kw=kw: ndd.coord_flip(x, layout=layout, **kw), b)
+            assert_equal(ref, got)
+    with pytest.raises(ValueError) as info:
+        ndd.coord_flip(dense.gpu(), layout="q" * d).evaluate()
+    assert "argument 'layout' 'q" in f"{info.value} {info.value.__cause__}"
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.float32])
+def test_grid_mask(dtype) -> None:
+    rng = np.random.default_rng(6)
+    dense = ndd.as_batch([(rng.random((30, 41, 3)) * 100).astype(dtype) for _ in range(2)], layout="HWC")
+    ragged = ndd.as_batch([(rng.random(s) * 100).astype(dtype) for s in ((30, 41, 3), (7, 5, 1), (64, 20, 2))],
+                          layout="HWC")
+    for b in (dense, ragged):
+        n = b.batch_size
+        for kw in ({}, {"tile": 9, "ratio": 0.3, "angle": 0.7, "shift_x": 2.5, "shift_y": -4.0},
+                   {"tile": ndd.as_batch([np.int32(t) for t in (5, 12, 3)][:n]),
+                    "angle": ndd.as_batch([np.float32(a) for a in (0.1, -1.3, 2.0)][:n]), "ratio": 0.6}):
+            ref, got, _ = run_both(lambda x, kw=kw: ndd.grid_mask(x, **kw), b)
+            assert_equal(ref, got)
+    with pytest.raises(ValueError) as info:
+        ndd.grid_mask(ragged.gpu(), tile=ndd.as_batch([np.int32(t) for t in (5, 0, 3)])).evaluate()
+    assert "argument 'tile' must be positive, got 0 (sample 1)" in f"{info.value} {info.value.__cause__}"
+
+
+def test_grid_mask_keeps_nan() -> None:
+    x = np.full((20, 20, 1), np.nan, np.float32)
+    ref, got, _ = run_both(lambda b: ndd.grid_mask(b, tile=4), ndd.as_batch([x], layout="HWC"))
+    assert np.isnan(got[0]).all()
+    np.testing.assert_array_equal(ref[0], got[0])

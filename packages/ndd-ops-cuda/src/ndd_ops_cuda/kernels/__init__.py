@@ -58,6 +58,8 @@ _WHERE = {
     "sequence_rearrange": ("_util", "sequence_rearrange_gpu"),
     "reinterpret": ("_util", "reinterpret_gpu"),
     "permute_batch": ("_util", "permute_batch_gpu"),
+    "coord_flip": ("_util", "coord_flip_gpu"),
+    "grid_mask": ("_util", "grid_mask_gpu"),
     **{f"reductions.{op}": ("_reductions", "REDUCTIONS") for op in (
         "sum", "mean", "mean_square", "rms", "min", "max", "std_dev", "variance")},
     **{op: ("_core", "HOST_KERNELS") for op in (

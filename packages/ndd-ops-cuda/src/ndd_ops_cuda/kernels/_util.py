@@ -1,7 +1,8 @@
 """GPU kernels of core's data-movement operators (``copy``, ``per_frame``, ``element_extract``,
-``sequence_rearrange``, ``reinterpret``, ``permute_batch``): the CPU kernels' steps, with
-core's own argument checks, on torch tensors. No arithmetic: the results are the CPU
-kernels' bytes."""
+``sequence_rearrange``, ``reinterpret``, ``permute_batch``) and of ``coord_flip`` and
+``grid_mask``: the CPU kernels' steps, with core's own argument checks, on torch tensors.
+The data-movement results are the CPU kernels' bytes; the two others use the same float32
+operations, so they are identical too."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ndd._util_ops import (  # core's argument helpers (the CPU kernels' own)
     _reinterpret_shape,
     _with_origin,
 )
-from ndd.plugins import BatchData, KernelArgs, KernelContext
+from ndd.plugins import BatchData, KernelArgs, KernelContext, coord_flip_axes, grid_mask_keep, grid_mask_tile
 
 from ._common import to_host, torch_dtype, upload
 
@@ -96,3 +97,65 @@ def permute_batch_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelA
     if bd.dense is not None:
         return bd.dense.index_select(0, upload(np.asarray(idx, np.int64), bd.dense.device))
     return [bd.samples[j].clone() for j in idx]
+
+
+# -- coord_flip ---------------------------------------------------------------------------------
+
+
+def _per_sample_array(args: KernelArgs, name: str, n: int, dtype: Any) -> np.ndarray:
+    """A one-value argument as an (n,) array (constants repeated)."""
+    return np.asarray(args.per_sample(name), dtype).reshape(n)
+
+
+def coord_flip_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """A flipped coordinate v becomes ``2 * center - v`` (one float32 subtraction, as on the
+    CPU: ``2 * center`` is exact)."""
+    bd = inputs[0]
+    n = len(bd)
+    if not n:
+        return []
+    flips = [(_per_sample_array(args, f"flip_{c}", n, np.int64) != 0, 2 * _per_sample_array(args, f"center_{c}", n,
+                                                                                            np.float32))
+             for c in "xyz"]
+
+    def params(d: int, rows: slice | int) -> tuple[np.ndarray, np.ndarray]:
+        """(flip mask, 2 * centre) per column of points with ``d`` coordinates, for samples ``rows``."""
+        on = np.zeros((n, d), bool)
+        twice = np.zeros((n, d), np.float32)
+        for col, (flip, center2) in zip(coord_flip_axes(ctx.op, args["layout"], d), flips):
+            on[:, col], twice[:, col] = flip, center2
+        return on[rows], twice[rows]
+
+    if bd.dense is not None:
+        x = bd.dense
+        on, twice = params(x.shape[2], slice(None))
+        return torch.where(upload(on, x.device)[:, None], upload(twice, x.device)[:, None] - x, x)
+    out = []
+    for i, s in enumerate(bd.samples):
+        on, twice = params(s.shape[1], i)
+        out.append(torch.where(upload(on, s.device), upload(twice, s.device) - s, s))
+    return out
+
+
+# -- grid_mask ------------------------------------------------------------------------------------
+
+
+_GM_ARGS = ("tile", "ratio", "angle", "shift_x", "shift_y")
+
+
+def grid_mask_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """Each image times the mask of the pixels it keeps (``x * 0`` as on the CPU: NaN stays
+    NaN), the mask made on the host by core's float32 arithmetic (the CPU kernel's own) and
+    uploaded."""
+    bd = inputs[0]
+
+    def keep(i: int, h: int, w: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        where = f" ({bd.describe(i) if ctx.is_batch else 'the input'})" if args.is_per_sample("tile") else ""
+        vals = [np.ravel(args.sample(k, i))[0] for k in _GM_ARGS]
+        mask = grid_mask_keep(h, w, grid_mask_tile(ctx.op, vals[0], where), *(float(v) for v in vals[1:]))
+        return upload(mask, device).to(dtype)[:, :, None]
+
+    if bd.dense is not None and len(bd) and not any(args.is_per_sample(k) for k in _GM_ARGS):
+        x = bd.dense
+        return x * keep(0, x.shape[1], x.shape[2], x.dtype, x.device)[None]
+    return [s * keep(i, s.shape[0], s.shape[1], s.dtype, s.device) for i, s in enumerate(bd.samples)]
