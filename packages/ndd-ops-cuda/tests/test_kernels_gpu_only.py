@@ -115,6 +115,9 @@ def test_median_blur_per_sample_windows_and_errors() -> None:
     got = gpu_samples(ndd.experimental.median_blur(batch(imgs).gpu(), window_size=wins))
     for x, g, k in zip(imgs, got, (3, 5, 1)):
         np.testing.assert_array_equal(g, cv2.medianBlur(x, k) if k > 1 else x)
+    dense = gpu_samples(ndd.experimental.median_blur(batch(imgs).gpu(), window_size=[5, 3]))  # one call for all
+    for x, g in zip(imgs, dense):
+        np.testing.assert_array_equal(g, each_plane(x, lambda p: numpy_filter(p, 5, 3, 2, 1, "edge", np.median)))
     g = batch(imgs).gpu()
     with pytest.raises(ValueError, match=r"experimental.median_blur.*'window_size'.*odd.*\[4, 3\]"):
         ndd.experimental.median_blur(g, window_size=[4, 3])
@@ -187,6 +190,9 @@ def test_morphology_per_sample_arguments_and_errors() -> None:
     got = gpu_samples(ndd.experimental.erode(batch(imgs).gpu(), mask_size=sizes, anchor=anchors))
     np.testing.assert_array_equal(got[0], cv2.erode(imgs[0], np.ones((3, 3), np.uint8), anchor=(0, 0)))
     np.testing.assert_array_equal(got[1], cv2.erode(imgs[1], np.ones((1, 5), np.uint8)))
+    dense = gpu_samples(ndd.experimental.dilate(batch(imgs).gpu(), mask_size=[2, 4], iterations=2))  # one call
+    for x, g in zip(imgs, dense):
+        np.testing.assert_array_equal(g, cv2.dilate(x, np.ones((4, 2), np.uint8), iterations=2))
     zero = gpu_samples(ndd.experimental.dilate(batch(imgs).gpu(), iterations=0))  # a copy, as CV-CUDA
     np.testing.assert_array_equal(zero[0], imgs[0])
     g = batch(imgs).gpu()
@@ -330,7 +336,8 @@ def test_jitter_and_filters_replay_in_capture_mode(tmp_path) -> None:
     def body(jpegs, labels, rng):
         images = ndd.decoders.image(jpegs, device="gpu", output_type=types.RGB)
         images = ndd.jitter(images, nDegree=3, rng=rng)
-        return ndd.experimental.median_blur(images).torch(), ndd.experimental.dilate(images).torch()
+        return (ndd.experimental.median_blur(images).torch(), ndd.experimental.dilate(images).torch(),
+                ndd.experimental.resize(images, size=[20, 24]).torch())
 
     assert_same(eager_run(path, body, epochs=1), graphed_run(path, body, epochs=1, processes=0)[:2])
 

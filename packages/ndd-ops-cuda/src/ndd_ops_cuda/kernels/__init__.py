@@ -74,7 +74,7 @@ _WHERE = {
 # device value back ...
 # (resize, lookup_table: their filter taps and tables, which
 # depend on the shapes and arguments, are cached constants)
-_GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat", "stack", "resize",
+_GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat", "stack", "resize", "experimental.resize",
                "lookup_table", "color_space_conversion", "one_hot", "pad",
                # (a mean given on the host is uploaded, which a capture refuses: kernel by kernel)
                *(f"reductions.{op}" for op in ("sum", "mean", "mean_square", "rms", "min", "max", "std_dev",

@@ -72,8 +72,16 @@ def _windows(p: torch.Tensor, kh: int, kw: int) -> torch.Tensor:
     return u.reshape(u.shape[:3] + (kh * kw,))
 
 
-def _each_sample(ctx: KernelContext, bd: BatchData, fn: Any) -> list[torch.Tensor]:
-    """``fn(i, planes)`` for each sample as (planes, H, W), back in the sample's layout."""
+def _each_sample(ctx: KernelContext, bd: BatchData, fn: Any, per_sample: bool) -> Any:
+    """``fn(i, planes)`` for each sample as (planes, H, W), back in the sample's layout; a dense
+    batch with arguments shared by its samples in one call (``fn(0, planes of all)``)."""
+    if bd.dense is not None and len(bd) and bd.dense.numel() and not per_sample:
+        x = bd.dense
+        layout = "N" + filter_layout(ctx.op, ctx.input_layouts[0], x.ndim - 1)
+        p, back = _planes(x, layout)
+        wide = _WIDER.get(p.dtype)
+        y = fn(0, p if wide is None else p.to(wide))
+        return back(y if wide is None else y.to(p.dtype))
     out = []
     for i in range(len(bd)):
         x = bd.sample(i)
@@ -96,7 +104,7 @@ def median_blur_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
         ext = _extended(p, (kh // 2, kh // 2, kw // 2, kw // 2), "replicate", 0)
         return _windows(ext, kh, kw).median(dim=-1).values
 
-    return _each_sample(ctx, inputs[0], run)
+    return _each_sample(ctx, inputs[0], run, args.is_per_sample("window_size"))
 
 
 def _morphology(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs, dilate: bool) -> Any:
@@ -117,7 +125,7 @@ def _morphology(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs, d
             p = win.amax(dim=-1).clamp(min=start) if dilate else win.amin(dim=-1).clamp(max=start)
         return p if args["iterations"] else p.clone()
 
-    return _each_sample(ctx, inputs[0], run)
+    return _each_sample(ctx, inputs[0], run, args.is_per_sample("mask_size") or args.is_per_sample("anchor"))
 
 
 def dilate_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
