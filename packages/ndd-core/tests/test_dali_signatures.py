@@ -76,3 +76,28 @@ def test_deprecated_unused_argument_warns_and_is_ignored():
         warnings.simplefilter("error")  # None means "not given": no warning
         ndd.slice(x, rel_start=[0.5], rel_shape=[0.2], axes=[0], image_type=None).evaluate()
     assert {"output_dtype", "image_type"} <= set(inspect.signature(ndd.slice).parameters)
+
+
+def test_dtype_factories():
+    assert ndd.DType.parse("f32") == ndd.float32 and ndd.DType.parse("u8") == ndd.uint8
+    assert ndd.DType.from_type_id(ndd.types.DALIDataType.INT16) == ndd.int16
+    assert ndd.DType.from_fw_type(np.dtype(np.float64)) == ndd.float64 == ndd.DType.from_fw_type(np.float64)
+    with pytest.raises(ValueError, match="Unknown data type name"):
+        ndd.DType.parse("f33")
+    with pytest.raises(TypeError, match="takes a type name"):
+        ndd.DType.parse(np.float32)
+
+
+def test_random_module_lists_its_operators():
+    names = dir(ndd.random)
+    assert {"uniform", "normal", "coin_flip", "choice", "beta", "RNG"} <= set(names)
+    assert ndd.ThreadPool(1, device_id=0).device_id == 0
+
+
+def test_device_class_helpers():
+    assert ndd.Device.CPU == ndd.Device("cpu")
+    assert ndd.Device.default_device_id("cpu") is None and ndd.Device.default_device_id("gpu") == 0
+    assert ndd.Device.from_dlpack(np.zeros(3)) == ndd.Device("cpu")
+    assert ndd.Device.type_from_dlpack(1) == "cpu" and ndd.Device.type_from_dlpack(2) == "gpu"
+    with pytest.raises(ValueError, match="Unsupported DLPack device type: 3"):
+        ndd.Device.type_from_dlpack(3)

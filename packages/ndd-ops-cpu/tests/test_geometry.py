@@ -801,3 +801,32 @@ def test_volume_arguments_on_images_are_ignored_and_size_beats_keep_size(rng):
     assert ndd.rotate(img, angle=30.0, keep_size=True, size=[27, 28]).shape == (27, 28, 3)
     np.testing.assert_array_equal(as_np(ndd.rotate(img, angle=30.0, keep_size=True, size=[27, 28])),
                                   as_np(ndd.rotate(img, angle=30.0, size=[27, 28])))
+
+
+@pytest.mark.parametrize("hw, kwargs", [
+    ((20, 25), {"size": [46, 0]}),        # 25 * float32(46 / 20) is 57.5: 58 (57.4999... in double)
+    ((54, 48), {"resize_shorter": 100}),  # 54 * float32(100 / 48) is 112.49999: 112 (112.5000... in double)
+    ((7, 9), {"resize_x": 15}),
+    ((33, 61), {"size": [40, 50], "mode": "not_larger"}),
+])
+def test_resize_derived_extents_use_float32_scales(hw, kwargs):
+    f32 = np.float32
+    h, w = hw
+    if "size" in kwargs and kwargs.get("mode") is None:
+        scale = f32(kwargs["size"][0]) / f32(h)
+        want = (kwargs["size"][0], int(np.floor(f32(w) * scale + f32(0.5))))
+    elif "resize_shorter" in kwargs:
+        scale = f32(kwargs["resize_shorter"]) / f32(min(h, w))
+        want = tuple(kwargs["resize_shorter"] if s == min(h, w) else int(np.floor(f32(s) * scale + f32(0.5)))
+                     for s in (h, w))
+    elif "resize_x" in kwargs:
+        scale = f32(kwargs["resize_x"]) / f32(w)
+        want = (int(np.floor(f32(h) * scale + f32(0.5))), kwargs["resize_x"])
+    else:
+        scale = min(f32(40) / f32(h), f32(50) / f32(w))
+        want = tuple(int(np.floor(f32(s) * scale + f32(0.5))) if f32(t) / f32(s) != scale else t
+                     for s, t in ((h, 40), (w, 50)))
+    x = ndd.as_tensor(np.zeros((h, w, 3), np.uint8), layout="HWC")
+    assert ndd.resize(x, **kwargs).shape == (*want, 3)
+    b = ndd.as_batch([np.zeros((h, w, 3), np.uint8), np.zeros((27, 64, 3), np.uint8)], layout="HWC")
+    assert ndd.resize(b, **kwargs).shape[0] == (*want, 3)

@@ -845,6 +845,17 @@ def test_coco_bad_polygon_names_the_annotation(coco, tmp_path):
 _IMG = {"id": 1, "file_name": "1.jpg", "width": 8, "height": 6}
 
 
+def test_coco_deprecated_aliases(coco):
+    root, ann = coco
+    with pytest.warns(DeprecationWarning, match="`save_img_ids` is a deprecated alias for `image_ids`"):
+        r = ndd.readers.COCO(file_root=root, annotations_file=ann, save_img_ids=True)
+    assert [int(np.asarray(s[3])[0]) for s in r.next_epoch()] == [1, 2, 3]
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="preprocessed_annotations` is not"):
+        ndd.readers.COCO(file_root=root, annotations_file=ann, meta_files_path=str(root))
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="save_preprocessed_annotations` is not"):
+        ndd.readers.COCO(file_root=root, annotations_file=ann, dump_meta_files=True)
+
+
 def _coco_json(images=None, annotations=None, categories=None):
     return {"images": images if images is not None else [_IMG],
             "annotations": annotations if annotations is not None else

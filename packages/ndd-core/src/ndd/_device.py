@@ -49,6 +49,32 @@ class Device:
         self.device_id = device_id
 
     @staticmethod
+    def default_device_id(device_type: str) -> int | None:
+        """The index a device of ``device_type`` gets when none is given: None for "cpu"; for
+        "gpu" the GPU of the innermost ``with ndd.Device("gpu:N")`` on this thread, else 0."""
+        if device_type == "cpu":
+            return None
+        if device_type != "gpu":
+            raise ValueError(f'Invalid device type "{device_type}": expected "cpu" or "gpu"')
+        cur = Device.current()
+        return cur.device_id if cur.device_type == "gpu" else 0
+
+    @staticmethod
+    def type_from_dlpack(dev_type: int) -> str:
+        """The device type of a DLPack device type code: 1 (kDLCPU) "cpu", 2 (kDLCUDA) "gpu"."""
+        try:
+            return _DLPACK_TYPES[int(dev_type)]
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"Unsupported DLPack device type: {dev_type!r}") from None
+
+    @staticmethod
+    def from_dlpack(dlpack_device: Any) -> Device:
+        """The Device of an object with ``__dlpack_device__`` (a torch tensor, a NumPy array)."""
+        dev_type, dev_id = dlpack_device.__dlpack_device__()
+        kind = Device.type_from_dlpack(dev_type)
+        return Device(kind, int(dev_id) if kind == "gpu" else None)
+
+    @staticmethod
     def current() -> Device:
         """The innermost active device on this thread (CPU by default)."""
         stack = getattr(_tls, "stack", None)
@@ -87,6 +113,8 @@ class Device:
 
 
 CPU = Device("cpu")
+Device.CPU = CPU  # type: ignore[attr-defined] - DALI's class constant
+_DLPACK_TYPES = {1: "cpu", 2: "gpu"}
 
 
 def device(obj: Any, id: int | None = None) -> Device:  # noqa: A002 - DALI's argument name

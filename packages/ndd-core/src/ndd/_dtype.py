@@ -50,6 +50,23 @@ class DType:
     def bytes(self) -> int:
         return (self.bits + 7) // 8
 
+    @staticmethod
+    def parse(name: str) -> DType:
+        """The DType a type name stands for (``"f32"``, ``"u8"``, ``"float32"``, ...), as DALI's."""
+        if not isinstance(name, str):
+            raise TypeError(f"DType.parse takes a type name, got {type(name).__name__}")
+        return _as_dtype(name)
+
+    @staticmethod
+    def from_type_id(type_id: DALIDataType) -> DType:
+        """The DType of a :class:`DALIDataType` element type, as DALI's."""
+        return _as_dtype(type_id)
+
+    @staticmethod
+    def from_fw_type(numpy_type: Any) -> DType:
+        """The DType of a NumPy dtype (or type), as DALI's."""
+        return _as_dtype(np.dtype(numpy_type))
+
     @property
     def name(self) -> str:
         return self._name or _short_name(self)

@@ -495,10 +495,13 @@ def _round_half_away(x: float) -> int:
 
 
 def _adjust_output_size(out: list[float], ins: list[float], mode: str, max_size: list[float] | None) -> list[float]:
-    """DALI's output-size rule for requested extents ``out`` (0: not given)."""
+    """DALI's output-size rule for requested extents ``out`` (0: not given), in float32 as
+    DALI computes it (25 * float32(46 / 20) is 57.5, which rounds to 58; in double it is
+    57.4999..., which rounds to 57)."""
+    f32 = np.float32
     nd = len(out)
     mask = [out[d] != 0 and ins[d] != 0 for d in range(nd)]
-    scale = [out[d] / ins[d] if ins[d] else 1.0 for d in range(nd)]
+    scale = [f32(out[d]) / f32(ins[d]) if ins[d] else f32(1) for d in range(nd)]
     given = sum(mask)
     if given == 0:
         return list(ins)
@@ -506,12 +509,12 @@ def _adjust_output_size(out: list[float], ins: list[float], mode: str, max_size:
     if mode in ("default", "stretch"):
         if given < nd:
             if mode == "default":
-                avg = math.prod(abs(scale[d]) for d in range(nd) if mask[d]) ** (1.0 / given)
+                avg = f32(math.prod(float(abs(scale[d])) for d in range(nd) if mask[d]) ** (1.0 / given))
             else:
-                avg = 1.0
+                avg = f32(1)
             for d in range(nd):
                 if not mask[d]:
-                    out[d] = ins[d] * avg
+                    out[d] = float(f32(ins[d]) * avg)
         if max_size:
             for d in range(nd):
                 if max_size[d] > 0 and abs(out[d]) > max_size[d]:
@@ -526,10 +529,10 @@ def _adjust_output_size(out: list[float], ins: list[float], mode: str, max_size:
     if max_size:
         for d in range(nd):
             if max_size[d] > 0:
-                final = min(final, max_size[d] / ins[d])
+                final = min(final, f32(max_size[d]) / f32(ins[d]))
     for d in range(nd):
         if not mask[d] or abs(scale[d]) != final:
-            out[d] = ins[d] * math.copysign(final, scale[d])
+            out[d] = float(f32(ins[d]) * f32(math.copysign(final, scale[d])))
     return out
 
 

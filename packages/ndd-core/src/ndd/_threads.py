@@ -46,11 +46,12 @@ class ThreadPool:
 
     def __init__(self, num_threads: int | None = None, *, device_id: int = -1) -> None:
         """``device_id`` is DALI's GPU affinity of the threads; ndd's pool threads have none,
-        so it is accepted and not used."""
+        so it is only recorded."""
         n = _default_threads() if num_threads is None else num_threads
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"num_threads must be a positive integer, got {n!r}")
         self.num_threads = n
+        self.device_id = device_id
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 

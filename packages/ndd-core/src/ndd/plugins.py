@@ -18,6 +18,16 @@ from typing import Any
 
 from . import _dispatch, _plugins
 from ._arith import result_types as arithm_result_types
+from ._audio_args import (
+    RESAMPLE_BLOCK,
+    ResampleWindow,
+    dct_matrix,
+    hann_window,
+    mel_filters,
+    num_windows,
+    resample_window,
+    resampled_length,
+)
 from ._bbox_args import (
     BoxEncoding,
     bb_flip_flags,
@@ -92,6 +102,7 @@ from ._schemas_paste import MULTI_PASTE_REGION_ARGS, bbox_rotate_sizes, coord_fl
 from ._shape_ops import slice_box
 from ._storage import BatchData, LazyBatchData
 from ._transforms import check_points, coord_transform_params, transform_points
+from ._wav import convert_decoded, decode_wav, from_unit, resample_signal, to_unit
 
 __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
@@ -113,8 +124,13 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "sample_flags", "check_points", "coord_transform_params", "transform_points",
            # ... by the augmentation kernels (_schemas_augment)
            "bayer_pattern", "debayer_algorithm", "grid_mask_keep", "grid_mask_tile",
-           # ... and by the paste family (_schemas_paste)
-           "MULTI_PASTE_REGION_ARGS", "bbox_rotate_sizes", "coord_flip_axes", "paste_geometry"]
+           # ... by the paste family (_schemas_paste)
+           "MULTI_PASTE_REGION_ARGS", "bbox_rotate_sizes", "coord_flip_axes", "paste_geometry",
+           # ... and by the audio kernels (_audio_args)
+           "RESAMPLE_BLOCK", "ResampleWindow", "dct_matrix", "hann_window", "mel_filters", "num_windows",
+           "resample_window", "resampled_length",
+           # ... and by the audio kernels and the NemoAsr reader (_wav)
+           "convert_decoded", "decode_wav", "from_unit", "resample_signal", "to_unit"]
 
 
 @dataclass

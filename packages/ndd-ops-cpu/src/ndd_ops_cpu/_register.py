@@ -4,12 +4,31 @@ from __future__ import annotations
 
 from ndd.plugins import Registry
 
+from ._audio import (
+    audio_decoder_cpu,
+    audio_resample_cpu,
+    mel_filter_bank_cpu,
+    mfcc_cpu,
+    nonsilent_region_cpu,
+    power_spectrum_cpu,
+    preemphasis_filter_cpu,
+    spectrogram_cpu,
+    to_decibels_cpu,
+)
 from ._augment import clahe_cpu, debayer_cpu, equalize_cpu, grid_mask_cpu, jpeg_compression_distortion_cpu
 from ._bbox import bb_flip_cpu, box_encoder_cpu
 from ._blur import gaussian_blur_cpu
 from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
 from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
+from ._filters import (
+    filter_cpu,
+    laplacian_cpu,
+    resize_crop_mirror_cpu,
+    sphere_cpu,
+    warp_perspective_cpu,
+    water_cpu,
+)
 from ._normalize import cmn_cpu, normalize_cpu
 from ._paste import bbox_paste_cpu, bbox_rotate_cpu, coord_flip_cpu, multi_paste_cpu, paste_cpu
 from ._pixel import color_space_conversion_cpu, erase_cpu, lookup_table_cpu
@@ -63,6 +82,21 @@ KERNELS = {
     "bbox_paste": bbox_paste_cpu,
     "bbox_rotate": bbox_rotate_cpu,
     "multi_paste": multi_paste_cpu,
+    "preemphasis_filter": preemphasis_filter_cpu,
+    "spectrogram": spectrogram_cpu,
+    "mel_filter_bank": mel_filter_bank_cpu,
+    "to_decibels": to_decibels_cpu,
+    "mfcc": mfcc_cpu,
+    "power_spectrum": power_spectrum_cpu,
+    "nonsilent_region": nonsilent_region_cpu,
+    "audio_resample": audio_resample_cpu,
+    "decoders.audio": audio_decoder_cpu,
+    "laplacian": laplacian_cpu,
+    "filter": filter_cpu,
+    "water": water_cpu,
+    "sphere": sphere_cpu,
+    "experimental.warp_perspective": warp_perspective_cpu,
+    "resize_crop_mirror": resize_crop_mirror_cpu,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -388,7 +389,25 @@ class COCO(StreamReader):
         dont_use_mmap: bool = False,
         tensor_init_bytes: int = 1048576,
         enable_checkpointing: bool = False,
+        save_img_ids: bool | None = None,
+        meta_files_path: str | None = None,
+        dump_meta_files: bool | None = None,
+        dump_meta_files_path: str | None = None,
     ) -> None:
+        # DALI's deprecated aliases (since 0.28), each with a warning: save_img_ids stands for
+        # image_ids; the other three name the preprocessed annotations, which ndd does not support.
+        aliases = (("save_img_ids", "image_ids", save_img_ids),
+                   ("meta_files_path", "preprocessed_annotations", meta_files_path),
+                   ("dump_meta_files", "save_preprocessed_annotations", dump_meta_files),
+                   ("dump_meta_files_path", "save_preprocessed_annotations_dir", dump_meta_files_path))
+        for old, new, value in aliases:
+            if value is not None:
+                warnings.warn(f"COCO: argument `{old}` is a deprecated alias for `{new}`; use `{new}`",
+                              DeprecationWarning, stacklevel=2)
+        if save_img_ids is not None:
+            image_ids = save_img_ids
+        preprocessed_annotations = preprocessed_annotations or meta_files_path or ""
+        save_preprocessed_annotations = save_preprocessed_annotations or bool(dump_meta_files)
         if file_root is None:
             raise ValueError("COCO reader needs `file_root`, the directory of the images")
         if not annotations_file:

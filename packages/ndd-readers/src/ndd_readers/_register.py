@@ -12,6 +12,7 @@ def register(reg: Registry) -> None:
     from ._coco import COCO
     from ._file import File
     from ._mxnet import MXNet
+    from ._nemo_asr import NemoAsr
     from ._numpy_reader import Numpy
     from ._tfrecord_reader import TFRecord
     from ._webdataset import Webdataset
@@ -25,4 +26,5 @@ def register(reg: Registry) -> None:
     reg.add_reader("Numpy", Numpy)
     reg.add_reader("MXNet", MXNet)
     reg.add_reader("Webdataset", Webdataset)
+    reg.add_reader("NemoAsr", NemoAsr)
     reg.add_reader("shard_args", shard_args)  # ours: a helper function, not a reader class
