@@ -240,6 +240,7 @@ def register(reg: Registry) -> None:
     from ._schemas_augment import AUGMENT_SCHEMAS
     from ._schemas_bbox import BBOX_SCHEMAS
     from ._schemas_filters import FILTERS_SCHEMAS
+    from ._schemas_gpu_only import GPU_ONLY_SCHEMAS
     from ._schemas_image import IMAGE_SCHEMAS
     from ._schemas_paste import PASTE_SCHEMAS
     from ._schemas_pixel import PIXEL_SCHEMAS
@@ -247,6 +248,7 @@ def register(reg: Registry) -> None:
     from ._schemas_segmentation import SEGMENTATION_SCHEMAS
 
     for group in (IMAGE_SCHEMAS, BBOX_SCHEMAS, PIXEL_SCHEMAS, RANDOM_BBOX_SCHEMAS, AUGMENT_SCHEMAS,
-                  SEGMENTATION_SCHEMAS, PASTE_SCHEMAS, AUDIO_SCHEMAS, FILTERS_SCHEMAS, alias_schemas()):
+                  SEGMENTATION_SCHEMAS, PASTE_SCHEMAS, AUDIO_SCHEMAS, FILTERS_SCHEMAS, alias_schemas(),
+                  GPU_ONLY_SCHEMAS):
         for s in group:
             reg.add_schema(s)

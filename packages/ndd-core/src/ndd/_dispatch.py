@@ -230,6 +230,11 @@ def _pick_kernel(schema: OpSchema, ins: list, device: Any) -> tuple[Device, Any]
                     f"Operator `{op}` runs only on the CPU, but an input is on {dev}; "
                     "move it with .cpu() first."
                 )
+            if dt == "gpu" and dev.device_type == "cpu":
+                raise ValueError(
+                    f"Operator `{op}` runs only on the GPU, but its inputs are on the CPU; "
+                    'move them with .gpu() first, or pass device="gpu".'
+                )
             dev = Device(dt) if dt == "cpu" else Device(dt, dev.device_id)
         else:
             raise ValueError(f'Invalid device "{dev}" for operator `{op}`')

@@ -8,6 +8,7 @@ CPU operators. The per-sample checks a GPU kernel would repeat (``grid_mask``'s 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,26 @@ def grid_mask_tile(op: str, tile: Any, where: str = "") -> int:
     if t <= 0:
         raise ValueError(f"Operator `{op}`: argument 'tile' must be positive, got {t}{where}")
     return t
+
+
+def grid_mask_keep(h: int, w: int, tile: int, ratio: float, angle: float, shift_x: float,
+                   shift_y: float) -> np.ndarray:
+    """(h, w) bool: the pixels ``grid_mask`` keeps, in DALI's float32 arithmetic.
+
+    Pixel (x, y) maps to grid coordinates ``((x cos a - y sin a - shift_x) / tile,
+    (x sin a + y cos a - shift_y) / tile)``; it is zeroed when the fractional parts of both
+    are below ``ratio``."""
+    f32 = np.float32
+    a = float(f32(angle))
+    t = f32(tile)
+    ca, sa = f32(math.cos(a)) / t, f32(math.sin(a)) / t
+    sx, sy = f32(shift_x) / t, f32(shift_y) / t
+    y = np.arange(h, dtype=f32)[:, None]
+    x = np.arange(w, dtype=f32)[None, :]
+    gx = (-sx + y * -sa) + x * ca
+    gy = (-sy + y * ca) + x * sa
+    r = f32(ratio)
+    return ((gx - np.floor(gx)) >= r) | ((gy - np.floor(gy)) >= r)  # (NaN: zeroed, as DALI)
 
 
 def bayer_pattern(op: str, blue_position: Any, where: str = "") -> str:

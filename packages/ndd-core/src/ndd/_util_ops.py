@@ -255,8 +255,8 @@ REINTERPRET = OpSchema(
 # -- permute_batch / batch_permutation ------------------------------------------------
 
 
-def _permute_batch_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
-    bd = inputs[0]
+def _permute_indices(ctx: KernelContext, args: KernelArgs) -> list[int]:
+    """``permute_batch``'s indices, one per output sample, checked (both devices' kernels)."""
     n = ctx.batch_size
     if args.is_per_sample("indices"):
         vals = args["indices"].values
@@ -273,6 +273,12 @@ def _permute_batch_cpu(ctx: KernelContext, inputs: list[BatchData], args: Kernel
         if not 0 <= j < n:
             raise _err(ctx.op, f"argument 'indices' has index {j} (for output sample {i}), out of range "
                                f"for a batch of {n} sample(s)")
+    return idx
+
+
+def _permute_batch_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    idx = _permute_indices(ctx, args)
     if bd.dense is not None:
         return bd.dense[np.asarray(idx, np.intp)]
     return [bd.samples[j].copy() for j in idx]

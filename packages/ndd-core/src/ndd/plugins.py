@@ -97,7 +97,7 @@ from ._pixel_args import (
 from ._plugins import PluginRecord, Registry
 from ._saturate import cast_plan, saturate_cast
 from ._schema import Arg, OpSchema, OutMeta
-from ._schemas_augment import bayer_pattern, debayer_algorithm, grid_mask_tile
+from ._schemas_augment import bayer_pattern, debayer_algorithm, grid_mask_keep, grid_mask_tile
 from ._schemas_paste import MULTI_PASTE_REGION_ARGS, bbox_rotate_sizes, coord_flip_axes, paste_geometry
 from ._shape_ops import slice_box
 from ._storage import BatchData, LazyBatchData
@@ -123,7 +123,7 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "
            "BoxEncoding", "bb_flip_flags", "box_centers", "box_encoding", "check_box_encoder_sample",
            "sample_flags", "check_points", "coord_transform_params", "transform_points",
            # ... by the augmentation kernels (_schemas_augment)
-           "bayer_pattern", "debayer_algorithm", "grid_mask_tile",
+           "bayer_pattern", "debayer_algorithm", "grid_mask_keep", "grid_mask_tile",
            # ... by the paste family (_schemas_paste)
            "MULTI_PASTE_REGION_ARGS", "bbox_rotate_sizes", "coord_flip_axes", "paste_geometry",
            # ... and by the audio kernels (_audio_args)

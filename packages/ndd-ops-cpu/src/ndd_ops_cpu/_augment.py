@@ -8,14 +8,21 @@ DALI's float32 arithmetic step by step.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import cv2
 import numpy as np
 
-from ndd.plugins import BatchData, KernelArgs, KernelContext, bayer_pattern, debayer_algorithm, grid_mask_tile
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    bayer_pattern,
+    debayer_algorithm,
+    grid_mask_keep,
+    grid_mask_tile,
+)
 
 from ._common import map_samples, sample_name
 
@@ -73,26 +80,6 @@ def equalize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) 
 
 
 # -- grid_mask --------------------------------------------------------------------------
-
-
-def grid_mask_keep(h: int, w: int, tile: int, ratio: float, angle: float, shift_x: float,
-                   shift_y: float) -> np.ndarray:
-    """(h, w) bool: the pixels ``grid_mask`` keeps, in DALI's float32 arithmetic.
-
-    Pixel (x, y) maps to grid coordinates ``((x cos a - y sin a - shift_x) / tile,
-    (x sin a + y cos a - shift_y) / tile)``; it is zeroed when the fractional parts of both
-    are below ``ratio``."""
-    f32 = np.float32
-    a = float(f32(angle))
-    t = f32(tile)
-    ca, sa = f32(math.cos(a)) / t, f32(math.sin(a)) / t
-    sx, sy = f32(shift_x) / t, f32(shift_y) / t
-    y = np.arange(h, dtype=f32)[:, None]
-    x = np.arange(w, dtype=f32)[None, :]
-    gx = (-sx + y * -sa) + x * ca
-    gy = (-sy + y * ca) + x * sa
-    r = f32(ratio)
-    return ((gx - np.floor(gx)) >= r) | ((gy - np.floor(gy)) >= r)  # (NaN: zeroed, as DALI)
 
 
 _GM_ARGS = ("tile", "ratio", "angle", "shift_x", "shift_y")

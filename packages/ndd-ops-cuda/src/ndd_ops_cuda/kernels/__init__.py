@@ -46,6 +46,20 @@ _WHERE = {
     "noise.gaussian": ("_noise", "gaussian_gpu"),
     "noise.salt_and_pepper": ("_noise", "salt_and_pepper_gpu"),
     "noise.shot": ("_noise", "shot_gpu"),
+    "jitter": ("_gpu_only", "jitter_gpu"),
+    "experimental.median_blur": ("_gpu_only", "median_blur_gpu"),
+    "experimental.dilate": ("_gpu_only", "dilate_gpu"),
+    "experimental.erode": ("_gpu_only", "erode_gpu"),
+    "experimental.remap": ("_gpu_only", "remap_gpu"),
+    "experimental.resize": ("_geometry", "resize_gpu"),
+    "copy": ("_util", "copy_gpu"),
+    "per_frame": ("_util", "per_frame_gpu"),
+    "element_extract": ("_util", "element_extract_gpu"),
+    "sequence_rearrange": ("_util", "sequence_rearrange_gpu"),
+    "reinterpret": ("_util", "reinterpret_gpu"),
+    "permute_batch": ("_util", "permute_batch_gpu"),
+    "coord_flip": ("_util", "coord_flip_gpu"),
+    "grid_mask": ("_util", "grid_mask_gpu"),
     **{f"reductions.{op}": ("_reductions", "REDUCTIONS") for op in (
         "sum", "mean", "mean_square", "rms", "min", "max", "std_dev", "variance")},
     **{op: ("_core", "HOST_KERNELS") for op in (
@@ -60,7 +74,7 @@ _WHERE = {
 # device value back ...
 # (resize, lookup_table: their filter taps and tables, which
 # depend on the shapes and arguments, are cached constants)
-_GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat", "stack", "resize",
+_GRAPH_PURE = {"cast", "cast_like", "squeeze", "expand_dims", "transpose", "cat", "stack", "resize", "experimental.resize",
                "lookup_table", "color_space_conversion", "one_hot", "pad",
                # (a mean given on the host is uploaded, which a capture refuses: kernel by kernel)
                *(f"reductions.{op}" for op in ("sum", "mean", "mean_square", "rms", "min", "max", "std_dev",
