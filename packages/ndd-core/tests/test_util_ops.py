@@ -257,6 +257,40 @@ def test_get_property():
         ndd.get_property(b, key="foo")
 
 
+class _Origin:
+    """An origin of the BatchData protocol, as a reader plugin sets one: ``name<i>``, and the
+    source info ``src<i>`` (sample 2's is not UTF-8)."""
+
+    def __call__(self, i):
+        return f"name{i}"
+
+    def source_info(self, i):
+        return b"src\xff".decode("utf-8", "surrogateescape") if i == 2 else f"src{i}"
+
+
+def _read(origin):
+    from ndd._storage import BatchData
+
+    bd = BatchData(dense=np.arange(6, dtype=np.int32).reshape(3, 2))
+    bd.origin = origin
+    return ndd.Batch._wrap(bd, ndd.int32, None, ndd.Device("cpu"), 1, 3)
+
+
+def test_get_property_source_info_through_the_origin_protocol():
+    def info(x):
+        return [bytes(v) for v in samples(ndd.get_property(x, key="source_info"))]
+
+    b = _read(_Origin())
+    assert info(b) == [b"src0", b"src1", b"src\xff"]  # the bytes as read
+    assert info(ndd.copy(b)) == info(ndd.reshape(b, shape=[2, 1])) == info(b)
+    assert info(ndd.permute_batch(b, indices=[2, 2, 0])) == [b"src\xff", b"src\xff", b"src0"]
+    assert info(b.tensors[[1, 0]]) == [b"src1", b"src0"]
+    assert bytes(A(ndd.get_property(b.tensors[1], key="source_info"))) == b"src1"
+    assert info(ndd.Batch([b.tensors[1], ndd.tensor(np.zeros(2, np.int32))])) == [b"src1", b""]
+    assert info(b + 1) == info(ndd.cast(b, dtype=ndd.float32)) == [b""] * 3
+    assert info(_read(lambda i: f"name{i}")) == [b""] * 3  # an origin for error messages only
+
+
 # -- io.file.read ---------------------------------------------------------------------
 
 

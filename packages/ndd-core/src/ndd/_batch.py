@@ -9,7 +9,7 @@ import numpy as np
 from . import _convert, _dtype
 from ._device import CPU, Device
 from ._eval import Invocation
-from ._storage import BatchData
+from ._storage import BatchData, SampleOrigins
 from ._tensor import Tensor
 
 # One object for ``.gpu()``'s device: capture mode checks a replayed call's device by identity first.
@@ -151,9 +151,9 @@ class Batch:
         n = self._bs
         if not -n <= i < n:
             raise IndexError(f"sample index {i} out of range for a batch of {n}")
-        return Tensor._wrap(
-            self._batch_data().sample(i % n), self._dtype, self._layout, self._device, self._ndim
-        )
+        bd = self._batch_data()
+        return Tensor._wrap(bd.sample(i % n), self._dtype, self._layout, self._device, self._ndim,
+                            origin=SampleOrigins.pick(bd.origin, (i % n,)))
 
     def select(self, index: Any) -> Tensor | Batch:
         """Tensor for an int, Batch for a slice or list, self for ``...``."""
@@ -344,6 +344,7 @@ class _TensorsProxy:
         else:
             samples = [bd.samples[i] for i in idx]
             nbd = BatchData(samples=[_convert.copy_array(s) for s in samples] if copy else samples)
+        nbd.origin = SampleOrigins.pick(bd.origin, idx)
         return Batch._wrap(nbd, b._dtype, b._layout, b._device, b._ndim, len(idx))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from . import _convert, _dtype
 from ._batch import Batch, _TensorsProxy
 from ._device import Device
-from ._storage import BatchData
+from ._storage import BatchData, SampleOrigins
 from ._tensor import Tensor
 
 
@@ -38,9 +38,10 @@ def _is_python_data(data: Any) -> bool:
 
 
 def _make_tensor(data: Any, dtype: Any, device: Any, layout: str | None, pad: bool, copy: bool) -> Tensor:
+    origin = None
     if isinstance(data, Tensor):
         arr, src, hint, ext = data._array(), data.device, None, data._ext
-        src_dtype = data.dtype
+        src_dtype, origin = data.dtype, data._origin
         layout = data.layout if layout is None else layout
     elif isinstance(data, Batch):
         arr = data._dense(pad, None)
@@ -67,7 +68,8 @@ def _make_tensor(data: Any, dtype: Any, device: Any, layout: str | None, pad: bo
     if dev != src:
         arr = _convert.move(arr, src, dev)
         ext = False
-    return Tensor._wrap(arr, dt, _check_layout(layout, arr.ndim), dev, arr.ndim, ext=ext)
+    return Tensor._wrap(arr, dt, _check_layout(layout, arr.ndim), dev, arr.ndim, ext=ext,
+                        origin=origin if dt == src_dtype else None)  # (a conversion is new data)
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, layout: str | None = None,
@@ -105,6 +107,7 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
         ndim = data.ndim
         dense = bd.dense
         ext = data._ext
+        origin = bd.origin
     elif isinstance(data, (list, tuple)):
         if not data:
             if dt_req is None:
@@ -126,6 +129,7 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
         samples = [t._array() for t in ts]
         dense = None
         ext = any(t._ext for t in ts)
+        origin = SampleOrigins.join([t._origin for t in ts])
     else:
         if isinstance(data, (bool, int, float)) or (isinstance(data, np.ndarray) and data.ndim == 0):
             raise ValueError("A scalar cannot be converted to a batch.")
@@ -135,6 +139,7 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
         dense = t._array()
         samples = None
         ext = t._ext
+        origin = None
         dt, ndim, src_dev = t.dtype, t.ndim - 1, t.device
         if layout is None and t.layout:
             layout = t.layout[1:]
@@ -160,6 +165,8 @@ def _make_batch(data: Any, dtype: Any, device: Any, layout: str | None, copy: bo
     else:
         bd = BatchData(samples=[fix(a) for a in samples] if conv else list(samples))
         n = len(samples)
+    if out_dt == dt:  # (a conversion is new data)
+        bd.origin = origin
     return Batch._wrap(bd, out_dt, _check_layout(layout, ndim), dev, ndim, n, ext=ext and not conv)
 
 

@@ -20,7 +20,7 @@ from . import _convert, _dtype
 from ._dispatch import KernelArgs, KernelContext
 from ._saturate import saturate_cast
 from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, INTS, STR, Arg, OpSchema, OutMeta
-from ._storage import BatchData
+from ._storage import BatchData, keep_origin
 
 # -- helpers ------------------------------------------------------------------------
 
@@ -214,8 +214,9 @@ def _reshape_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) 
     if d is not None:
         in_shape = d.shape[1:]
         target = _target_shape(in_shape, args["shape"], args["rel_shape"], args["src_dims"])
-        return d.reshape(d.shape[:1] + _fill_negative(in_shape, target))
-    return _checked(ctx, [s.reshape(_reshaped(args, i, s.shape, shp_in)) for i, s in enumerate(bd.samples)])
+        return keep_origin(bd, d.reshape(d.shape[:1] + _fill_negative(in_shape, target)))
+    return keep_origin(bd, _checked(ctx, [s.reshape(_reshaped(args, i, s.shape, shp_in))
+                                          for i, s in enumerate(bd.samples)]))
 
 
 def _reshaped(args: KernelArgs, i: int, in_shape: tuple, shp_in: BatchData | None) -> tuple[int, ...]:
@@ -280,12 +281,12 @@ def _squeeze_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) 
     d = _dense(bd, args, ("axes",))
     if d is not None:
         axes = _squeeze_axes("squeeze", args, d.ndim - 1, layout, args["axes"])
-        return d.reshape(d.shape[:1] + _squeeze_shape(d.shape[1:], axes))
+        return keep_origin(bd, d.reshape(d.shape[:1] + _squeeze_shape(d.shape[1:], axes)))
     out = []
     for i, s in enumerate(bd.samples):
         axes = _squeeze_axes("squeeze", args, s.ndim, layout, args.sample("axes", i))
         out.append(s.reshape(_squeeze_shape(s.shape, axes)))
-    return _checked(ctx, out)
+    return keep_origin(bd, _checked(ctx, out))
 
 
 SQUEEZE = OpSchema(
@@ -328,8 +329,8 @@ def _expand_dims_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelAr
     bd = inputs[0]
     d = _dense(bd, args, ())
     if d is not None:
-        return _with_new_axes(d, tuple(a + 1 for a in axes))
-    return [_with_new_axes(s, axes) for s in bd.samples]
+        return keep_origin(bd, _with_new_axes(d, tuple(a + 1 for a in axes)))
+    return keep_origin(bd, [_with_new_axes(s, axes) for s in bd.samples])
 
 
 def _with_new_axes(x: Any, axes: tuple[int, ...]) -> Any:

@@ -15,6 +15,14 @@ class BatchData:
     per-sample arrays (views of ``dense`` when it exists). ``origin`` (ours), when a
     reader made the batch, names sample ``i``'s file or record for error messages (see
     :meth:`describe`); it stays in this process (not pickled).
+
+    The origin protocol (how a reader plugin tells core where its samples came from):
+    ``origin(i) -> str`` names sample ``i`` for error messages; an origin may also have
+    ``source_info(i) -> str``, DALI's per-sample ``source_info`` of this output (what
+    ``get_property(key="source_info")`` returns; bytes that are not UTF-8 are kept as
+    surrogate escapes). Operators that pass samples through unchanged (``copy``,
+    ``reshape``, ``permute_batch``, picking samples) keep the origin, as DALI keeps the
+    source info; the others make new data without one.
     """
 
     __slots__ = ("dense", "_samples", "origin")
@@ -37,6 +45,11 @@ class BatchData:
             except Exception:  # noqa: BLE001 - e.g. its reader was closed: the index alone
                 pass
         return f"sample {i}"
+
+    def source_info(self, i: int) -> str:
+        """DALI's ``source_info`` of sample ``i``: from the origin, or empty."""
+        get = getattr(self.origin, "source_info", None)
+        return get(i) if get is not None else ""
 
     @classmethod
     def of(cls, value: Any) -> BatchData:
@@ -86,6 +99,46 @@ class BatchData:
             self.dense = xp.stack(self._samples)
             self._samples = None
         return self.dense
+
+
+def keep_origin(bd: BatchData, value: Any) -> BatchData:
+    """A kernel's result ``value`` as a BatchData that keeps ``bd``'s origin (for operators
+    whose outputs are the input's samples, reshaped or copied)."""
+    out = BatchData.of(value)
+    out.origin = bd.origin
+    return out
+
+
+class SampleOrigins:
+    """An origin (see :class:`BatchData`) made of other origins' samples: sample ``j`` is
+    sample ``picks[j][1]`` of origin ``picks[j][0]`` (None: no origin). For a subset or a
+    permutation of a batch, a Tensor taken from a batch, or a batch built of Tensors."""
+
+    __slots__ = ("picks",)
+
+    def __init__(self, picks: list[tuple[Any, int]]) -> None:
+        self.picks = picks
+
+    @classmethod
+    def pick(cls, origin: Any, indices: Any) -> SampleOrigins | None:
+        """Samples ``indices`` of ``origin`` (None when ``origin`` is None)."""
+        return None if origin is None else cls([(origin, int(i)) for i in indices])
+
+    @classmethod
+    def join(cls, origins: list) -> SampleOrigins | None:
+        """One sample of each of ``origins`` (each an origin of one sample, or None)."""
+        return cls([(o, 0) for o in origins]) if any(o is not None for o in origins) else None
+
+    def __call__(self, j: int) -> str:
+        origin, i = self.picks[j]
+        if origin is None:
+            raise LookupError(f"sample {j} was not read by a reader")
+        return origin(i)
+
+    def source_info(self, j: int) -> str:
+        origin, i = self.picks[j]
+        get = getattr(origin, "source_info", None)
+        return get(i) if get is not None else ""
 
 
 class LazyBatchData(BatchData):

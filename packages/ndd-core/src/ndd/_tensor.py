@@ -13,7 +13,8 @@ from ._storage import BatchData
 
 # What a Tensor holds (its slots but __weakref__): the constructor copies them from the Tensor
 # ``_make_tensor`` builds.
-_STATE = ("_data", "_inv", "_idx", "_dtype", "_layout", "_device", "_ndim", "_ext", "_meta_extra")
+# ``_origin``: the reader origin of this one sample (see ``BatchData``), or None.
+_STATE = ("_data", "_inv", "_idx", "_dtype", "_layout", "_device", "_ndim", "_ext", "_meta_extra", "_origin")
 
 
 class Tensor:
@@ -50,6 +51,7 @@ class Tensor:
         inv: Invocation | None = None,
         idx: int = 0,
         ext: bool = False,
+        origin: Any = None,
     ) -> Tensor:
         t = object.__new__(cls)
         t._data = data
@@ -61,6 +63,7 @@ class Tensor:
         t._ndim = ndim
         t._ext = ext
         t._meta_extra = None
+        t._origin = origin
         return t
 
     # -- data access -------------------------------------------------------
@@ -69,11 +72,14 @@ class Tensor:
         if d is None:
             bd: BatchData = self._inv.result()[self._idx]
             d = self._data = bd.sample(0)
+            self._origin = bd.origin
             self._inv = None
         return d
 
     def _batch_data(self) -> BatchData:
-        return BatchData(dense=self._array()[None])
+        bd = BatchData(dense=self._array()[None])
+        bd.origin = self._origin
+        return bd
 
     def evaluate(self) -> Tensor:
         """Run the pending call (if any) and return self."""

@@ -19,7 +19,7 @@ from ._dispatch import KernelArgs, KernelContext
 from ._saturate import saturate_cast
 from ._schema import BOOL, DTYPE, FLOATS, INTS, STR, Arg, OpSchema, OutMeta
 from ._shape_ops import _RESHAPE_ARGS, _reshape_meta, _target_shape
-from ._storage import BatchData
+from ._storage import BatchData, SampleOrigins, keep_origin
 
 
 def _err(op: str, msg: str) -> ValueError:
@@ -34,11 +34,6 @@ def _numpy_type(dt: _dtype.DType) -> np.dtype | None:
         return None
 
 
-def _with_origin(bd: BatchData, value: Any) -> BatchData:
-    """``value`` as a BatchData that keeps ``bd``'s reader origin (the data is the same samples)."""
-    out = BatchData.of(value)
-    out.origin = bd.origin
-    return out
 
 
 # -- copy ---------------------------------------------------------------------------
@@ -46,7 +41,7 @@ def _with_origin(bd: BatchData, value: Any) -> BatchData:
 
 def _copy_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> BatchData:
     bd = inputs[0]
-    return _with_origin(bd, bd.dense.copy() if bd.dense is not None else [s.copy() for s in bd.samples])
+    return keep_origin(bd, bd.dense.copy() if bd.dense is not None else [s.copy() for s in bd.samples])
 
 
 COPY = OpSchema("copy", doc="A copy of the input (new buffers, same dtype, shape and layout).")
@@ -72,7 +67,7 @@ def _per_frame_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
 
 def _pass_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> BatchData:
     bd = inputs[0]
-    return _with_origin(bd, bd.dense if bd.dense is not None else bd.samples)
+    return keep_origin(bd, bd.dense if bd.dense is not None else bd.samples)
 
 
 PER_FRAME = OpSchema(
@@ -231,8 +226,8 @@ def _reinterpret_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelAr
         return flat.view(npd).reshape(lead + out)
 
     if shp_in is None and bd.dense is not None and not any(args.is_per_sample(n) for n in _RESHAPE_ARGS):
-        return one(bd.dense, 0, bd.dense.shape[:1])
-    return _with_origin(bd, [one(s, i, ()) for i, s in enumerate(bd.samples)])
+        return keep_origin(bd, one(bd.dense, 0, bd.dense.shape[:1]))
+    return keep_origin(bd, [one(s, i, ()) for i, s in enumerate(bd.samples)])
 
 
 REINTERPRET = OpSchema(
@@ -279,9 +274,10 @@ def _permute_indices(ctx: KernelContext, args: KernelArgs) -> list[int]:
 def _permute_batch_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     bd = inputs[0]
     idx = _permute_indices(ctx, args)
-    if bd.dense is not None:
-        return bd.dense[np.asarray(idx, np.intp)]
-    return [bd.samples[j].copy() for j in idx]
+    out = BatchData.of(bd.dense[np.asarray(idx, np.intp)] if bd.dense is not None
+                       else [bd.samples[j].copy() for j in idx])
+    out.origin = SampleOrigins.pick(bd.origin, idx)  # (the source info follows the samples, as in DALI)
+    return out
 
 
 PERMUTE_BATCH = OpSchema(
@@ -335,10 +331,10 @@ def _get_property_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelA
     if args["key"] == "layout":
         value = np.frombuffer((ctx.input_layouts[0] or "").encode(), np.uint8)
         return [value.copy() for _ in range(ctx.batch_size)]
-    if bd.origin is not None:
-        raise NotImplementedError(f"Operator `{ctx.op}`: key 'source_info' of data made by a reader is not "
-                                  "recorded by ndd")
-    return [np.zeros(0, np.uint8) for _ in range(ctx.batch_size)]
+    # The reader's text for each sample (see BatchData's origin protocol); bytes that are not
+    # UTF-8 (an LMDB key) come back as they were read.
+    return [np.frombuffer(bd.source_info(i).encode("utf-8", "surrogateescape"), np.uint8).copy()
+            for i in range(ctx.batch_size)]
 
 
 GET_PROPERTY = OpSchema(
@@ -347,7 +343,8 @@ GET_PROPERTY = OpSchema(
                      doc="'layout' (the layout string) or 'source_info' (where the sample came from)")},
     infer=lambda inputs, args: [OutMeta(_dtype.uint8, 1, None)],
     doc="A property of every sample as a 1-D uint8 array of characters: its ``layout``, or its "
-        "``source_info`` (empty for data not read by a reader).",
+        "``source_info``: where a reader read it (a file, or a file and record), kept by operators "
+        "that pass the samples through (``copy``, ``reshape``, ``permute_batch``); empty otherwise.",
 )
 
 # -- io.file.read -------------------------------------------------------------------

@@ -76,6 +76,11 @@ class Dataset:
         """Names sample ``i`` (file, record) for error messages."""
         return f"sample {i}"
 
+    def source_info(self, i: int, output: int) -> str:
+        """DALI's ``source_info`` of output ``output`` of sample ``i`` (what
+        ``ndd.get_property(x, key="source_info")`` gives): by default empty."""
+        return ""
+
     def identity(self, i: int) -> bytes:
         """Bytes that stand for sample ``i``'s data whatever the reader's options (the state's
         hash of a few samples, see ``StreamReader._fingerprint``): by default its first output."""
@@ -87,16 +92,21 @@ class Dataset:
 
 
 class _Origin:
-    """``origin(i)``: the file or record of sample ``i`` of a batch (BatchData.origin), named
-    only when an error message asks."""
+    """The origin (core's ``BatchData.origin`` protocol) of output ``output`` of a batch of
+    samples ``indices``: ``origin(i)`` names sample ``i``'s file or record for error
+    messages, ``origin.source_info(i)`` is its DALI ``source_info``; both asked only when
+    needed."""
 
-    __slots__ = ("ds", "indices")
+    __slots__ = ("ds", "indices", "output")
 
-    def __init__(self, ds: Dataset, indices: list[int]) -> None:
-        self.ds, self.indices = ds, indices
+    def __init__(self, ds: Dataset, indices: list[int], output: int) -> None:
+        self.ds, self.indices, self.output = ds, indices, output
 
     def __call__(self, i: int) -> str:
         return self.ds.describe(self.indices[i])
+
+    def source_info(self, i: int) -> str:
+        return self.ds.source_info(self.indices[i], self.output)
 
 
 def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool,
@@ -106,16 +116,16 @@ def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool,
     if not batch_mode:
         first = [ds.read(i) for i in indices][0] if read_many is None else [c[0] for c in read_many(indices)]
         layouts = ds.layouts or (None,) * len(first)
-        outs = tuple(Tensor._wrap(a, _dt(a), lay, CPU, a.ndim) for a, lay in zip(first, layouts))
+        outs = tuple(Tensor._wrap(a, _dt(a), lay, CPU, a.ndim, origin=_Origin(ds, indices[:1], k))
+                     for k, (a, lay) in enumerate(zip(first, layouts)))
     else:
         cols = (read_many or ds.read_many)(indices)
         layouts = ds.layouts or (None,) * len(cols)
-        origin = _Origin(ds, indices)
         outs = []
         for k, (col, lay) in enumerate(zip(cols, layouts)):
             if isinstance(col, np.ndarray):  # already dense (the dataset checked the samples)
                 data = BatchData(dense=col)
-                data.origin = origin
+                data.origin = _Origin(ds, indices, k)
                 outs.append(Batch._wrap(data, _dt(col), lay, CPU, col.ndim - 1, len(col)))
                 continue
             a0 = col[0]
@@ -133,7 +143,7 @@ def build_outputs(ds: Dataset, indices: list[int], batch_mode: bool,
             # stacked once here on the read-ahead thread, so kernels downstream take their
             # vectorised paths; ragged outputs (encoded images) stay a list.
             data = BatchData(dense=np.stack(col)) if same_shape else BatchData(samples=col)
-            data.origin = origin
+            data.origin = _Origin(ds, indices, k)
             outs.append(Batch._wrap(data, _dt(a0), lay, CPU, ndim, len(col)))
         outs = tuple(outs)
     if ds.names is not None:

@@ -96,6 +96,9 @@ class CaffeDataset(Dataset):
     def describe(self, i: int) -> str:
         return self.source.describe(i)
 
+    def source_info(self, i: int, output: int) -> str:
+        return self.source.source_info(i) if self.image and output == 0 else ""  # (the image only)
+
     def close(self) -> None:
         self.source.close()
 

@@ -463,6 +463,11 @@ class Caffe2Source:
         e, j = self._locate(i)
         return f"{self.paths[e]}: record {i} (key {self._keys[e][j]!r})"
 
+    def source_info(self, i: int) -> str:
+        """Record ``i`` as DALI's ``source_info`` names it: ``<path> at key <key>``."""
+        e, j = self._locate(i)
+        return f"{self.paths[e]} at key {self._keys[e][j].decode('utf-8', 'surrogateescape')}"
+
     def read(self, i: int) -> bytes:
         """Return the value of global record ``i``."""
         if not self._envs:

@@ -81,6 +81,9 @@ class Caffe2Dataset(Dataset):
     def describe(self, i: int) -> str:
         return self.source.describe(i)
 
+    def source_info(self, i: int, output: int) -> str:
+        return self.source.source_info(i) if self.args["image_available"] and output == 0 else ""  # (the image only)
+
     def close(self) -> None:
         self.source.close()
 

@@ -16,7 +16,7 @@ from ._stream import DEFAULT_SHUFFLE_AFTER_EPOCH_SEED
 
 
 class _Sample:
-    __slots__ = ("bboxes", "image_id", "labels", "path", "polygons", "vertices", "segs", "size")
+    __slots__ = ("bboxes", "image_id", "labels", "name", "path", "polygons", "vertices", "segs", "size")
 
 
 def _load_json(path: str) -> dict:
@@ -112,7 +112,7 @@ class COCODataset(Dataset):
                 continue
             fname, w, h = infos[img]
             s = _Sample()
-            s.path = os.path.join(file_root, fname)
+            s.name, s.path = fname, os.path.join(file_root, fname)
             if not os.path.isfile(s.path):
                 raise ValueError(f"{s.path}: image {img} of {where} does not exist")
             boxes = np.array([a["bbox"] for a in anns[img]], dtype=np.float32).reshape(-1, 4)
@@ -155,6 +155,10 @@ class COCODataset(Dataset):
     def describe(self, i: int) -> str:
         s = self.samples[i]
         return f"{s.path} (image id {int(s.image_id[0])}, sample {i})"
+
+    def source_info(self, i: int, output: int) -> str:
+        """The image's ``file_name`` in the annotations (the image only)."""
+        return self.samples[i].name if output == 0 else ""
 
 
 def _polygons(anns: list[dict], scale: np.ndarray | None, where: str) -> tuple[np.ndarray, np.ndarray]:

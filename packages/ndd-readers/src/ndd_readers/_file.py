@@ -21,8 +21,9 @@ class FileDataset(Dataset):
 
     layouts = (None, None)
 
-    def __init__(self, paths: list[str], labels: list[int]) -> None:
+    def __init__(self, paths: list[str], labels: list[int], names: list[str]) -> None:
         self.paths = paths
+        self.names_given = names  # as DALI's source_info: relative to file_root, or as listed
         self.labels = [np.array([lab], dtype=np.int32) for lab in labels]
         # all labels as one (n, 1) array: a batch's labels are one fancy-indexing away
         self._label_column = np.array([lab[0] for lab in self.labels], np.int32).reshape(len(labels), 1)
@@ -41,11 +42,15 @@ class FileDataset(Dataset):
     def describe(self, i: int) -> str:
         return f"{self.paths[i]} (sample {i})"
 
+    def source_info(self, i: int, output: int) -> str:
+        """The file's name as found under ``file_root`` or as listed (the data only; the label: empty)."""
+        return self.names_given[i] if output == 0 else ""
+
 
 def scan_root(file_root: str, file_filters: Sequence[str], dir_filters: Sequence[str] | None,
               case_sensitive: bool) -> tuple[list[str], list[int]]:
-    """Files under ``file_root``'s sub-directories, labelled 0..K-1 by the sorted
-    sub-directory order, sorted by path."""
+    """Files under ``file_root``'s sub-directories (their paths relative to it), labelled
+    0..K-1 by the sorted sub-directory order, sorted by path."""
     if not os.path.isdir(file_root):
         raise ValueError(f"file_root {file_root!r} is not a directory")
     dirs = sorted(e.name for e in os.scandir(file_root) if e.is_dir())
@@ -58,17 +63,16 @@ def scan_root(file_root: str, file_filters: Sequence[str], dir_filters: Sequence
             if e.is_file() and matches(e.name, file_filters, case_sensitive):
                 pairs.append((os.path.join(d, e.name), label))
     pairs.sort()
-    return [os.path.join(file_root, p) for p, _ in pairs], [lab for _, lab in pairs]
+    return [p for p, _ in pairs], [lab for _, lab in pairs]
 
 
 _LABEL = re.compile(r"[+-]?[0-9]+")
 
 
-def parse_file_list(file_list: str, file_root: str | None) -> tuple[list[str], list[int]]:
-    """``name label`` lines (names may contain spaces), relative to ``file_root`` or to
-    the list file's directory."""
-    base = file_root if file_root is not None else os.path.dirname(os.path.abspath(file_list))
-    paths, labels = [], []
+def parse_file_list(file_list: str) -> tuple[list[str], list[int]]:
+    """The names and labels of ``name label`` lines (names may contain spaces, and are
+    relative to ``file_root`` or to the list file's directory)."""
+    names, labels = [], []
     try:
         with open(file_list, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -86,9 +90,9 @@ def parse_file_list(file_list: str, file_root: str | None) -> tuple[list[str], l
             raise ValueError(f"{file_list}:{lineno}: expected '<name> <label>', got {line!r}") from None
         if not -2**31 <= label < 2**31:
             raise ValueError(f"{file_list}:{lineno}: label {label} does not fit in int32 (the labels' type)")
-        paths.append(os.path.join(base, parts[0]))
+        names.append(parts[0])
         labels.append(label)
-    return paths, labels
+    return names, labels
 
 
 def int_labels(labels: Any) -> list[int]:
@@ -180,19 +184,23 @@ class File(StreamReader):
                 labels = list(range(len(files)))
             elif len(labels) != len(files):
                 raise ValueError(f"`labels` has {len(labels)} entries but `files` has {len(files)}")
-            paths = [os.path.join(root, f) for f in files] if root is not None else list(files)
+            names = list(files)
+            paths = [os.path.join(root, f) for f in files] if root is not None else names
             check_files(paths, "files")
         elif lst is not None:
-            paths, labels = parse_file_list(lst, root)
-            if not paths:
+            names, labels = parse_file_list(lst)
+            if not names:
                 raise ValueError(f"file_list {lst!r} lists no files")
+            base = root if root is not None else os.path.dirname(os.path.abspath(lst))
+            paths = [os.path.join(base, n) for n in names]
             check_files(paths, "file_list")
         elif root is not None:
-            paths, labels = scan_root(root, self._filters, self._dir_filters, self._case)
+            names, labels = scan_root(root, self._filters, self._dir_filters, self._case)
+            paths = [os.path.join(root, n) for n in names]
             if not paths:
                 raise ValueError(
                     f"file_root {root!r} holds no files matching {self._filters} in its sub-directories"
                 )
         else:
             raise ValueError("File reader needs `file_root`, `file_list` or `files`")
-        return FileDataset(paths, labels)
+        return FileDataset(paths, labels, names)

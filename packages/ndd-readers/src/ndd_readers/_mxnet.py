@@ -160,6 +160,13 @@ class MXNetDataset(Dataset):
         f = int(self._file[i])
         return f"{self.paths[f]}: record at byte {int(self._offsets[i]) - int(self._starts[f])} (sample {i})"
 
+    def source_info(self, i: int, output: int) -> str:
+        """``<path> at index <byte offset in the file>`` for the image; empty for the label."""
+        if output != 0:
+            return ""
+        f = int(self._file[i])
+        return f"{self.paths[f]} at index {int(self._offsets[i]) - int(self._starts[f])}"
+
     def close(self) -> None:
         for f in self._files:
             f.close()

@@ -207,8 +207,9 @@ class NumpyDataset(Dataset):
 
     layouts = (None,)
 
-    def __init__(self, paths: list[str], roi: Roi | None = None, use_mmap: bool = True) -> None:
+    def __init__(self, paths: list[str], names: list[str], roi: Roi | None = None, use_mmap: bool = True) -> None:
         self.paths = paths
+        self.names_given = names  # as DALI's source_info: as listed, or ./file and dir/file under file_root
         self.roi = roi if roi is not None and roi.active else None
         self.use_mmap = use_mmap
 
@@ -253,6 +254,9 @@ class NumpyDataset(Dataset):
     def describe(self, i: int) -> str:
         return f"{self.paths[i]} (sample {i})"
 
+    def source_info(self, i: int, output: int) -> str:
+        return self.names_given[i]
+
     def identity(self, i: int) -> bytes:
         """The file's size and first 64 KiB (its header and leading data), whatever region
         the reader cuts: enough to tell datasets apart without reading large files whole."""
@@ -271,21 +275,23 @@ def _native_dtype(arr: np.ndarray, path: str, i: int) -> np.dtype:
     return dt
 
 
-def _walk(root: str, pattern: str) -> list[str]:
-    """The files matching ``pattern`` in ``root`` and in its sub-directories, one level
-    down (not deeper), as DALI lists them: the root's files first, then each sub-directory
-    in sorted order, each directory's files sorted."""
+def _walk(root: str, pattern: str) -> tuple[list[str], list[str]]:
+    """The paths and names of the files matching ``pattern`` in ``root`` and in its
+    sub-directories, one level down (not deeper), as DALI lists them: the root's files
+    first, then each sub-directory in sorted order, each directory's files sorted. A name is
+    ``./file`` for a file of the root, ``dir/file`` in a sub-directory (DALI's source_info)."""
     if not os.path.isdir(root):
         raise ValueError(f"file_root {root!r} is not a directory")
-    found = []
+    found, names = [], []
     with os.scandir(root) as entries:
         entries = sorted(entries, key=lambda e: e.name)
     for d in [None] + [e.name for e in entries if e.is_dir()]:
         where = root if d is None else os.path.join(root, d)
         with os.scandir(where) as inner:
-            names = sorted(e.name for e in inner if e.is_file() and matches(e.name, [pattern], True))
-        found.extend(os.path.join(where, n) for n in names)
-    return found
+            files = sorted(e.name for e in inner if e.is_file() and matches(e.name, [pattern], True))
+        found.extend(os.path.join(where, n) for n in files)
+        names.extend(f"{d or '.'}/{n}" for n in files)
+    return found, names
 
 
 class Numpy(StreamReader):
@@ -406,7 +412,8 @@ class Numpy(StreamReader):
         if files is not None and lst is not None:
             raise ValueError("Give either `file_list` or `files`, not both")
         if files is not None:
-            paths = [os.path.join(root, f) for f in files] if root is not None else files
+            names = list(files)
+            paths = [os.path.join(root, f) for f in files] if root is not None else names
             check_files(paths, "files")
         elif lst is not None:
             base = root if root is not None else os.path.dirname(os.path.abspath(lst))
@@ -420,9 +427,9 @@ class Numpy(StreamReader):
             paths = [os.path.join(base, n) for n in names]
             check_files(paths, "file_list")
         elif root is not None:
-            paths = _walk(root, self._file_filter)
+            paths, names = _walk(root, self._file_filter)
             if not paths:
                 raise ValueError(f"file_root {root!r} holds no files matching {self._file_filter!r}")
         else:
             raise ValueError("Numpy reader needs `file_root`, `files` or `file_list`")
-        return NumpyDataset(paths, self._roi, self._use_mmap)
+        return NumpyDataset(paths, names, self._roi, self._use_mmap)

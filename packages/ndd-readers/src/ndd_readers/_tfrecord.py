@@ -539,6 +539,11 @@ class TFRecordSource:
         off, _, fi, j = self._entry(i)
         return f"{self.paths[fi]}: record {j} (offset {off})"
 
+    def source_info(self, i: int) -> str:
+        """Record ``i`` as DALI's ``source_info`` names it: ``<path> at index <byte offset in the file>``."""
+        off, _, fi, _ = self._entry(i)
+        return f"{self.paths[fi]} at index {off}"
+
     def read(self, i: int) -> bytes:
         """Return the payload (serialized Example) of global record ``i``."""
         if not self._files:

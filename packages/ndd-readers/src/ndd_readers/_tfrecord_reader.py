@@ -40,6 +40,9 @@ class TFRecordDataset(Dataset):
     def describe(self, i: int) -> str:
         return self.source.describe(i)
 
+    def source_info(self, i: int, output: int) -> str:
+        return self.source.source_info(i)  # (every feature)
+
     def identity(self, i: int) -> bytes:
         return bytes(self.source.read(i))  # the record, whatever features are read from it
 

@@ -191,7 +191,7 @@ class WebdatasetDataset(Dataset):
             for e in dict.fromkeys(fold(a) for a in alternatives(spec)):
                 wanted.setdefault(e, []).append(o)
         outs = len(ext)
-        archive_of, keys, offsets, sizes, spans = [], [], [], [], []
+        archive_of, keys, offsets, sizes, spans, members = [], [], [], [], [], []
         self.groups = []
         for a, path in enumerate(paths):
             try:
@@ -238,6 +238,7 @@ class WebdatasetDataset(Dataset):
                 keys.append(label)
                 offsets.append([c[1] if c is not None else 0 for c in slots])
                 sizes.append([c[2] if c is not None else -1 for c in slots])
+                members.append([c[3] or "" if c is not None else None for c in slots])
                 spans.append((min(c[1] for c in comps), max(c[1] + c[2] for c in comps)) if comps else (0, 0))
                 count += 1
             self.groups.append(count)
@@ -249,6 +250,7 @@ class WebdatasetDataset(Dataset):
         self._offsets = np.asarray(offsets, np.int64).reshape(len(keys), outs)
         self._sizes = np.asarray(sizes, np.int64).reshape(len(keys), outs)
         self._spans = np.asarray(spans, np.int64).reshape(len(keys), 2)
+        self._members = members  # each output's member name ("": the index names none; None: no file)
         self._files = []
         try:
             for path in paths:
@@ -293,6 +295,13 @@ class WebdatasetDataset(Dataset):
 
     def describe(self, i: int) -> str:
         return f"{self.paths[int(self._archive[i])]}: {self._labels[i]} (sample {i} of the dataset)"
+
+    def source_info(self, i: int, output: int) -> str:
+        """``<archive>:<data offset>:<member name>`` of the output's file; empty when the sample has none."""
+        name = self._members[i][output]
+        if name is None:
+            return ""
+        return f"{self.paths[int(self._archive[i])]}:{int(self._offsets[i, output])}:{name}"
 
     def close(self) -> None:
         for f in self._files:
