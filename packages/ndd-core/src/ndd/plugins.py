@@ -100,11 +100,11 @@ from ._schema import Arg, OpSchema, OutMeta
 from ._schemas_augment import bayer_pattern, debayer_algorithm, grid_mask_keep, grid_mask_tile
 from ._schemas_paste import MULTI_PASTE_REGION_ARGS, bbox_rotate_sizes, coord_flip_axes, paste_geometry
 from ._shape_ops import slice_box
-from ._storage import BatchData, LazyBatchData
+from ._storage import BatchData, LazyBatchData, keep_origin
 from ._transforms import check_points, coord_transform_params, transform_points
 from ._wav import convert_decoded, decode_wav, from_unit, resample_signal, to_unit
 
-__all__ = ["Arg", "BatchData", "LazyBatchData", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
+__all__ = ["Arg", "BatchData", "LazyBatchData", "keep_origin", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
            "PluginRecord", "Registry", "PluginReport", "report", "invoke", "set_op_call_hook",
            "get_op_call_hook", "schemas", "arithm_result_types", "cast_plan", "saturate_cast", "upload_host", "upload_device",
            # argument handling shared by the image kernels of every device (_image_args)

@@ -18,9 +18,16 @@ from ndd._util_ops import (  # core's argument helpers (the CPU kernels' own)
     _order,
     _permute_indices,
     _reinterpret_shape,
-    _with_origin,
 )
-from ndd.plugins import BatchData, KernelArgs, KernelContext, coord_flip_axes, grid_mask_keep, grid_mask_tile
+from ndd.plugins import (
+    BatchData,
+    KernelArgs,
+    KernelContext,
+    coord_flip_axes,
+    grid_mask_keep,
+    grid_mask_tile,
+    keep_origin,
+)
 
 from ._common import to_host, torch_dtype, upload
 
@@ -28,13 +35,13 @@ from ._common import to_host, torch_dtype, upload
 def copy_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """New buffers with the input's values."""
     bd = inputs[0]
-    return _with_origin(bd, bd.dense.clone() if bd.dense is not None else [s.clone() for s in bd.samples])
+    return keep_origin(bd, bd.dense.clone() if bd.dense is not None else [s.clone() for s in bd.samples])
 
 
 def per_frame_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
     """The data as they are (only the layout changes)."""
     bd = inputs[0]
-    return _with_origin(bd, bd.dense if bd.dense is not None else bd.samples)
+    return keep_origin(bd, bd.dense if bd.dense is not None else bd.samples)
 
 
 def element_extract_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> tuple:
@@ -87,7 +94,7 @@ def reinterpret_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArg
 
     if shp_in is None and bd.dense is not None and not any(args.is_per_sample(n) for n in _RESHAPE_ARGS):
         return one(bd.dense, 0, tuple(bd.dense.shape[:1]))
-    return _with_origin(bd, [one(s, i, ()) for i, s in enumerate(bd.samples)])
+    return keep_origin(bd, [one(s, i, ()) for i, s in enumerate(bd.samples)])
 
 
 def permute_batch_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
