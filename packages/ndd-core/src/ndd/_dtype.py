@@ -225,6 +225,11 @@ def type_id(dtype: Any) -> DALIDataType:  # (DALI's argument name; the function 
 _as_dtype = dtype
 
 
+def numpy_or_none(dt: DType) -> np.dtype | None:
+    """``dt``'s NumPy dtype, or None when NumPy has none (bfloat16): for type checks."""
+    return dt._np
+
+
 def from_numpy(npd: np.dtype) -> DType:
     """The DType of a NumPy dtype (TypeError if unsupported)."""
     try:

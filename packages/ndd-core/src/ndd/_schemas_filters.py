@@ -33,12 +33,6 @@ from .types import DALIInterpType
 _PKG = "ndd-ops-cpu"
 
 
-def _np_dtype(dt: _dtype.DType) -> np.dtype | None:
-    try:
-        return np.dtype(dt.numpy_dtype)
-    except TypeError:  # no NumPy equivalent (bfloat16)
-        return None
-
 
 def filter_axes(op: str, layout: str | None, ndim: int) -> tuple[int, ...]:
     """The spatial axes a filter runs along: every axis but channels (C) and frames (F), which
@@ -66,7 +60,7 @@ LAPLACIAN_MAX_WINDOW = 31
 
 def _out_dtype(op: str, m: OutMeta, dtype: _dtype.DType | None, allowed: Sequence[np.dtype]) -> _dtype.DType:
     """The output type of a filter: ``dtype`` (the input's or float32) or the input's."""
-    npd = _np_dtype(m.dtype)
+    npd = _dtype.numpy_or_none(m.dtype)
     if npd is None or npd not in allowed:
         raise ValueError(f"Operator `{op}`: does not support input type {m.dtype}")
     if dtype is not None and dtype != m.dtype and dtype != _dtype.float32:
@@ -182,7 +176,7 @@ def filter_layout(op: str, layout: str | None, ndim: int) -> tuple[int, int, boo
 def _filter_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
     op = "filter"
     m, f = inputs[0], inputs[1]
-    npd = _np_dtype(m.dtype)
+    npd = _dtype.numpy_or_none(m.dtype)
     if npd is None or npd not in FILTER_DTYPES:
         raise ValueError(f"Operator `{op}`: does not support input type {m.dtype} (as DALI: uint8, int8, uint16, "
                          "int16, float16, float32)")
@@ -250,7 +244,7 @@ DISPLACEMENT_DTYPES = (np.dtype(np.uint8), np.dtype(np.float32))
 def _displacement_infer(op: str) -> Any:
     def infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
         m = inputs[0]
-        npd = _np_dtype(m.dtype)
+        npd = _dtype.numpy_or_none(m.dtype)
         if npd is None or npd not in DISPLACEMENT_DTYPES:
             raise ValueError(f"Operator `{op}`: expects uint8 or float32 images (as DALI), got {m.dtype}")
         if (m.layout or ("HWC" if m.ndim == 3 else None)) != "HWC":
@@ -348,7 +342,7 @@ def perspective_layout(op: str, layout: str | None, ndim: int) -> tuple[str, int
 def _perspective_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
     op = "experimental.warp_perspective"
     m = inputs[0]
-    npd = _np_dtype(m.dtype)
+    npd = _dtype.numpy_or_none(m.dtype)
     if npd is None or npd not in PERSPECTIVE_DTYPES:
         raise ValueError(f"Operator `{op}`: accepts uint8, int16, uint16 and float32 inputs, got {m.dtype}")
     lay, _, _ = perspective_layout(op, m.layout, m.ndim)

@@ -23,12 +23,6 @@ from ._schema import BOOL, DTYPE, FLOAT, FLOATS, IMAGE_TYPE, INTS, STR, Arg, OpS
 _PKG = "ndd-ops-cpu"
 
 
-def _np_dtype(dt: _dtype.DType) -> np.dtype | None:
-    try:
-        return np.dtype(dt.numpy_dtype)
-    except TypeError:  # no NumPy equivalent (bfloat16)
-        return None
-
 
 # -- color_space_conversion -------------------------------------------------------------
 
@@ -77,7 +71,7 @@ def _lut_dtype(args: dict) -> _dtype.DType:
 
 def _lut_infer(inputs: Sequence[OutMeta], args: dict) -> list[OutMeta]:
     m = inputs[0]
-    dt = _np_dtype(m.dtype)
+    dt = _dtype.numpy_or_none(m.dtype)
     if dt is None or dt.kind not in "iu":
         raise ValueError(f"Operator `lookup_table`: expects an integer input, got {m.dtype}")
     return [OutMeta(_lut_dtype(args), m.ndim, m.layout)]
@@ -99,7 +93,7 @@ def _lut_validate(args: dict) -> None:
                       DeprecationWarning, stacklevel=5)
     name = "dtype" if args["dtype"] is not None else "output_dtype"
     out = _lut_dtype(args)
-    npd = _np_dtype(out)
+    npd = _dtype.numpy_or_none(out)
     if npd is None or npd not in _LUT_OUT:  # (np.dtype(None) is float64: test None first)
         raise ValueError(f"Operator `{op}`: argument '{name}' must be a numeric type or bool, got {out}")
 
@@ -123,7 +117,7 @@ LOOKUP_TABLE = OpSchema(
 def _erase_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
     op = "erase"
     m = inputs[0]
-    npd = _np_dtype(m.dtype)
+    npd = _dtype.numpy_or_none(m.dtype)
     if npd is None or npd not in ERASE_DTYPES:
         raise ValueError(f"Operator `{op}`: does not support input type {m.dtype} (as DALI: "
                          "integers, float16 and float32)")
