@@ -157,3 +157,13 @@ def test_cubic_and_lanczos3(interp, f, reach) -> None:
     x = np.random.default_rng(4).random(9).astype(np.float32)
     np.testing.assert_allclose(_run(x, sizes=[18], interp_type=interp), _conv_ref(x, 18, f, reach), atol=1e-5)
     np.testing.assert_allclose(_run(x, sizes=[13], interp_type=interp), _conv_ref(x, 13, f, reach), atol=2e-3)
+
+
+@pytest.mark.parametrize("kw, lo, hi", [(dict(), -0.1, 3.1), (dict(alignment=[0.5]), 0.0, 3.2)])
+def test_subpixel_roi_of_an_axis_not_listed(kw, lo, hi) -> None:
+    """Axis 0 is scaled with axis 1 (mode not_smaller) to 3 * 1.25 = 3.75 rows, rounded to 4:
+    its ROI shrinks to 4 / 1.25 = 3.2 rows about the centre, or, once ``alignment`` is given
+    (for the listed axes only), about its start."""
+    x = np.random.default_rng(5).random((3, 4)).astype(np.float32)
+    got = _run(x, axes=[1], sizes=[5], mode="not_smaller", antialias=False, **kw)
+    np.testing.assert_allclose(got, _lin_axis(_lin_axis(x, 0, 4, lo, hi), 1, 5), atol=1e-5)

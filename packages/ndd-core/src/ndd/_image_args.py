@@ -680,14 +680,6 @@ def _lanczos3(x: np.ndarray) -> np.ndarray:
     return np.where(np.abs(x) < 3, np.sinc(x) * np.sinc(x / 3), 0.0)
 
 
-def _tent(kind: DALIInterpType, in_size: float, out_size: int, antialias: bool) -> float:
-    """The radius in pixels of LINEAR's or TRIANGULAR's tent on one axis (TRIANGULAR widens by the
-    shrink factor under antialias); the other filters have tabulated taps (:func:`_table_taps`)."""
-    if kind == TRIANGULAR and out_size and in_size > out_size and antialias:
-        return in_size / out_size
-    return 1.0
-
-
 def nn_indices(n_in: int, n_out: int, lo: float, hi: float, rows: bool) -> np.ndarray:
     """The input pixel nearest-neighbour resizing reads for each output pixel of one axis:
     the one whose area holds the output pixel's centre, computed in float32 as DALI does,
@@ -713,21 +705,12 @@ def axis_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
     edges clamped, weights sum to 1."""
     if kind == NN:
         return nn_indices(n_in, n_out, lo, hi, rows)[:, None], np.ones((n_out, 1), np.float32)
-    if kind in (GAUSSIAN, CUBIC, LANCZOS3):
-        return _table_taps(kind, n_in, n_out, lo, hi, antialias)
-    centres = lo + (np.arange(n_out) + 0.5) * (hi - lo) / n_out
-    radius = _tent(kind, abs(hi - lo), n_out, antialias)
-    taps = int(math.ceil(2 * radius)) + 2
-    first = np.floor(centres - radius - 0.5).astype(np.intp)
-    pos = first[:, None] + np.arange(taps)
-    w = np.maximum(0.0, 1 - np.abs((pos + 0.5 - centres[:, None]) / radius))
-    w /= np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
-    return np.clip(pos, 0, n_in - 1), w.astype(np.float32)
+    return _table_taps(kind, n_in, n_out, lo, hi, antialias)
 
 
-# DALI's resampling filters are tables read with linear interpolation (TRIANGULAR's, 0 1 0, is
-# the exact tent, computed as such above),
-# stretched to the filter's support in pixels, all in float32: GAUSSIAN 65 samples of exp(-x^2)
+# DALI's resampling filters are tables read with linear interpolation, stretched to the
+# filter's support in pixels, all in float32: LINEAR and TRIANGULAR the 3 samples 0 1 0 (support
+# 2, TRIANGULAR's 2 * radius), GAUSSIAN 65 samples of exp(-x^2)
 # over x in [-2, 2] (support 4 * sqrt(2) * sigma, sigma = radius / (2 * sqrt(2)), at least 1),
 # CUBIC 129 samples of the a = -0.5 cubic over [-2, 2] (support 4), LANCZOS3 193 samples over
 # [-3, 3] (support 6); the radius and supports widen by the shrink factor under antialias. The
@@ -744,6 +727,7 @@ def _table(n: int, half: float, fn: Any) -> np.ndarray:
 
 _GAUSS_TABLE = np.exp(-np.square((np.arange(65, dtype=np.float32) - np.float32(32)) / np.float32(16)))
 _CUBIC_TABLE = _table(129, 2, _cubic)
+_TENT_TABLE = np.array([0, 1, 0], np.float32)
 _LANCZOS3_TABLE = _table(193, 3, _lanczos3)
 
 
@@ -758,6 +742,9 @@ def _table_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: floa
         table = _GAUSS_TABLE
         sigma = f32(float(radius * f32(0.5)) / math.sqrt(2))
         support = max(f32(1), f32(4 * math.sqrt(2)) * sigma)
+    elif kind in (LINEAR, TRIANGULAR):
+        table = _TENT_TABLE
+        support = max(f32(1), f32(2) * (radius if kind == TRIANGULAR else f32(1)))
     else:
         table, width = (_CUBIC_TABLE, 4) if kind == CUBIC else (_LANCZOS3_TABLE, 6)
         support = f32(width) * radius

@@ -555,7 +555,8 @@ def tensor_resize_plan(op: str, args: Any, i: int, shape: tuple[int, ...], axes:
     "not_smaller" (which can resize them too). Sizes are rounded half away from zero; scales
     multiply the whole extent and are rounded as ``size_rounding`` says; ``max_size`` caps
     the listed axes; with ``subpixel_scale`` the ROI moves about the ``alignment`` point so
-    that the scale stays the requested one after rounding."""
+    that the scale stays the requested one after rounding (an explicit ``alignment`` leaves
+    the axes not listed aligned at their start)."""
     n, nd = len(axes), len(shape)
     full = [float(e) for e in shape]
     lo, hi = [0.0] * nd, list(full)
@@ -568,7 +569,7 @@ def tensor_resize_plan(op: str, args: Any, i: int, shape: tuple[int, ...], axes:
             lo[ax], hi[ax] = a, b
     sizes = _per_axis(op, args, "sizes", i, n, False)
     scales = _per_axis(op, args, "scales", i, n, False)
-    align = [0.5] * nd
+    align = [0.0 if given(args, "alignment") else 0.5] * nd
     limit = [0.0] * nd
     for name, dst in (("alignment", align), ("max_size", limit)):
         vals = _per_axis(op, args, name, i, n, True)
@@ -621,9 +622,10 @@ TENSOR_RESIZE = OpSchema(
                                                          "rounded as size_rounding says)"),
         "axes": Arg(INTS, None, doc="the axes sizes, scales, max_size and the ROI refer to (not set: all)"),
         "axis_names": Arg(STR, None, doc="the same axes as layout letters"),
-        "alignment": Arg(FLOATS, (0.5,), per_sample=True,
+        "alignment": Arg(FLOATS, None, per_sample=True,
                          doc="point of the ROI that keeps its place when the output extent is rounded "
-                             "(0: start, 0.5: centre, 1: end); one value or one per axis"),
+                             "(0: start, 0.5: centre, 1: end); one value or one per axis (not set: 0.5 "
+                             "on every axis; set: 0 on the axes not listed, as DALI 2.4)"),
         "size_rounding": Arg(STR, "round", choices=("round", "truncate", "ceil"),
                              doc="how an output extent computed from scales is rounded"),
         "mode": Arg(STR, "default", choices=("default", "stretch", "not_larger", "not_smaller"),
