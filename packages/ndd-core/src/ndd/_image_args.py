@@ -680,19 +680,6 @@ def _lanczos3(x: np.ndarray) -> np.ndarray:
     return np.where(np.abs(x) < 3, np.sinc(x) * np.sinc(x / 3), 0.0)
 
 
-def _filter(kind: DALIInterpType, in_size: float, out_size: int, antialias: bool) -> tuple[Any, float]:
-    """The 1-D filter of one axis as (function of the distance in filter units, radius in pixels);
-    GAUSSIAN has DALI's tabulated taps of its own (:func:`_gaussian_taps`)."""
-    shrink = in_size / out_size if out_size and in_size > out_size and antialias else 1.0
-    if kind == LINEAR:
-        return (lambda d: np.maximum(0.0, 1 - np.abs(d))), 1.0
-    if kind == TRIANGULAR:
-        return (lambda d: np.maximum(0.0, 1 - np.abs(d))), shrink
-    if kind == CUBIC:
-        return (lambda d: _cubic(2 * d)), 2 * shrink
-    return (lambda d: _lanczos3(3 * d)), 3 * shrink
-
-
 def nn_indices(n_in: int, n_out: int, lo: float, hi: float, rows: bool) -> np.ndarray:
     """The input pixel nearest-neighbour resizing reads for each output pixel of one axis:
     the one whose area holds the output pixel's centre, computed in float32 as DALI does,
@@ -718,39 +705,53 @@ def axis_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
     edges clamped, weights sum to 1."""
     if kind == NN:
         return nn_indices(n_in, n_out, lo, hi, rows)[:, None], np.ones((n_out, 1), np.float32)
-    if kind == GAUSSIAN:
-        return _gaussian_taps(n_in, n_out, lo, hi, antialias)
-    centres = lo + (np.arange(n_out) + 0.5) * (hi - lo) / n_out
-    f, radius = _filter(kind, abs(hi - lo), n_out, antialias)
-    taps = int(math.ceil(2 * radius)) + 2
-    first = np.floor(centres - radius - 0.5).astype(np.intp)
-    pos = first[:, None] + np.arange(taps)
-    w = f((pos + 0.5 - centres[:, None]) / radius)
-    w /= np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
-    return np.clip(pos, 0, n_in - 1), w.astype(np.float32)
+    return _table_taps(kind, n_in, n_out, lo, hi, antialias)
 
 
-# DALI's Gaussian resampling filter is a table of 65 samples of exp(-x^2) over x in [-2, 2],
-# read with linear interpolation and stretched to a support of 2 * radius pixels (radius:
-# the shrink factor under antialias, else 1), all in float32. Its taps start at the first
-# pixel at or after the support's left end and there are ceil(support) of them, so float
-# rounding of the support (a hair under 2 for radius 1) decides whether a pixel at the
-# very edge of the support is read; the results differ from an exact Gaussian by up to 1%.
-# ndd computes the taps the same way, so that its GAUSSIAN resize gives DALI 2.4's values.
+# DALI's resampling filters are tables read with linear interpolation, stretched to the
+# filter's support in pixels, all in float32: LINEAR and TRIANGULAR the 3 samples 0 1 0 (support
+# 2, TRIANGULAR's 2 * radius), GAUSSIAN 65 samples of exp(-x^2)
+# over x in [-2, 2] (support 4 * sqrt(2) * sigma, sigma = radius / (2 * sqrt(2)), at least 1),
+# CUBIC 129 samples of the a = -0.5 cubic over [-2, 2] (support 4), LANCZOS3 193 samples over
+# [-3, 3] (support 6); the radius and supports widen by the shrink factor under antialias. The
+# taps start at the first pixel at or after the support's left end and there are
+# ceil(support) of them, so float rounding of the support (a hair under 2 for a Gaussian of
+# radius 1) decides whether a pixel at the very edge is read. The tables differ from the exact
+# functions by up to 1% (a few tenths of a level on 0-255 data); ndd computes the taps the
+# same way, so that its resampling gives DALI 2.4's values.
+def _table(n: int, half: float, fn: Any) -> np.ndarray:
+    f32 = np.float32
+    x = f32(2 * half) * (np.arange(n, dtype=f32) - f32((n - 1) * 0.5)) / f32(n - 1)
+    return fn(x.astype(np.float64)).astype(f32)
+
+
 _GAUSS_TABLE = np.exp(-np.square((np.arange(65, dtype=np.float32) - np.float32(32)) / np.float32(16)))
+_CUBIC_TABLE = _table(129, 2, _cubic)
+_TENT_TABLE = np.array([0, 1, 0], np.float32)
+_LANCZOS3_TABLE = _table(193, 3, _lanczos3)
 
 
-def _gaussian_taps(n_in: int, n_out: int, lo: float, hi: float, antialias: bool) -> tuple[np.ndarray, np.ndarray]:
+def _table_taps(kind: DALIInterpType, n_in: int, n_out: int, lo: float, hi: float,
+                antialias: bool) -> tuple[np.ndarray, np.ndarray]:
     if n_out == 0 or n_in == 0:
         return np.zeros((n_out, 1), np.intp), np.zeros((n_out, 1), np.float32)
     f32 = np.float32
     size = f32(abs(hi - lo))
     radius = size / f32(n_out) if antialias and size > n_out else f32(1)
-    sigma = f32(float(radius * f32(0.5)) / math.sqrt(2))
-    support = max(f32(1), f32(4 * math.sqrt(2)) * sigma)
-    tscale = f32(64) / support  # table entries per pixel
-    anchor = f32(32) / tscale
-    taps = max(1, int(np.ceil(f32(64) / tscale)))
+    if kind == GAUSSIAN:
+        table = _GAUSS_TABLE
+        sigma = f32(float(radius * f32(0.5)) / math.sqrt(2))
+        support = max(f32(1), f32(4 * math.sqrt(2)) * sigma)
+    elif kind in (LINEAR, TRIANGULAR):
+        table = _TENT_TABLE
+        support = max(f32(1), f32(2) * (radius if kind == TRIANGULAR else f32(1)))
+    else:
+        table, width = (_CUBIC_TABLE, 4) if kind == CUBIC else (_LANCZOS3_TABLE, 6)
+        support = f32(width) * radius
+    last = len(table) - 1
+    tscale = f32(last) / support  # table entries per pixel
+    anchor = f32(last * 0.5) / tscale
+    taps = max(1, int(np.ceil(f32(last) / tscale)))
     pscale = f32(f32(hi) - f32(lo)) / f32(n_out)
     x0 = f32(lo) + f32(0.5) * pscale - f32(0.5) - anchor
     start = (np.arange(n_out, dtype=f32) * pscale + x0).astype(f32)
@@ -758,13 +759,13 @@ def _gaussian_taps(n_in: int, n_out: int, lo: float, hi: float, antialias: bool)
     t = ((first - start)[:, None] + np.arange(taps, dtype=f32)) * tscale  # table positions
     i0 = np.floor(t).astype(np.intp)
     frac = t - i0
-    table = np.concatenate([_GAUSS_TABLE, np.zeros(2, f32)])  # past the end reads 0
-    inside = (t > -1) & (t < 65)
-    a = np.where(i0 >= 0, table[np.clip(i0, 0, 65)], f32(0))
-    b = table[np.clip(i0 + 1, 0, 65)]
+    padded = np.concatenate([table, np.zeros(2, f32)])  # past the end reads 0
+    inside = (t > -1) & (t < last + 1)
+    a = np.where(i0 >= 0, padded[np.clip(i0, 0, last + 1)], f32(0))
+    b = padded[np.clip(i0 + 1, 0, last + 1)]
     w = np.where(inside, a + frac * (b - a), f32(0)).astype(f32)
     total = w.sum(axis=1, keepdims=True, dtype=f32)
-    w = np.where(total > 0, w / np.where(total > 0, total, f32(1)), w)
+    w = np.where(total != 0, w / np.where(total != 0, total, f32(1)), w)
     pos = first.astype(np.intp)[:, None] + np.arange(taps)
     return np.clip(pos, 0, n_in - 1), w.astype(np.float32)
 

@@ -1,6 +1,6 @@
 """Schemas of the filter operators ``laplacian`` and ``filter``, of the displacement
-operators ``water`` and ``sphere``, of ``experimental.warp_perspective`` and
-``resize_crop_mirror``, and the argument handling their kernels share (CPU
+operators ``water`` and ``sphere``, of ``experimental.warp_perspective``,
+``resize_crop_mirror`` and ``tensor_resize``, and the argument handling their kernels share (CPU
 here, a GPU kernel later): spatial axes, window taps, anchors, source coordinates.
 
 Argument names and defaults follow DALI 2.4. Where DALI's behaviour depends on whether an
@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from . import _dtype
+from ._image_args import _adjust_output_size, _round_half_away
 from ._schema import BOOL, DTYPE, FLOAT, FLOATS, INT, INTERP_TYPE, INTS, STR, Arg, OpSchema, OutMeta, given
 from ._schemas_image import (
     _ALL_INTERP,
+    _RESAMPLING_ARGS,
     RESIZE,
     _check_hw_image,
     _check_interp,
@@ -475,4 +477,162 @@ RESIZE_CROP_MIRROR = OpSchema(
     doc="resize, then crop, then flip, in one operator (HWC or HW images).",
 )
 
-FILTERS_SCHEMAS = (LAPLACIAN, FILTER, WATER, SPHERE, WARP_PERSPECTIVE, RESIZE_CROP_MIRROR)
+
+# -- tensor_resize -----------------------------------------------------------------------
+
+TENSOR_RESIZE_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.int16, np.uint16, np.float32))
+_ROUNDING = {"round": _round_half_away, "truncate": math.trunc, "ceil": math.ceil}
+
+
+def tensor_resize_axes(op: str, args: Any, layout: str | None, ndim: int) -> tuple[int, ...]:
+    """The axes ``sizes``, ``scales``, ``max_size`` and the ROI refer to: ``axes`` (negative from
+    the back), ``axis_names`` (letters of the layout) or every axis."""
+    if args["axes"] is not None:
+        out = []
+        for a in args["axes"]:
+            if not -ndim <= a < ndim:
+                raise ValueError(f"Operator `{op}`: axis {a} is out of range for a {ndim}-D input")
+            out.append(a % ndim)
+        return tuple(out)
+    if args["axis_names"] is not None:
+        if not layout:
+            raise ValueError(f"Operator `{op}`: 'axis_names' needs an input with a layout")
+        missing = [c for c in args["axis_names"] if c not in layout]
+        if missing:
+            raise ValueError(f"Operator `{op}`: axis {missing[0]!r} is not in the input layout {layout!r}")
+        return tuple(layout.index(c) for c in args["axis_names"])
+    return tuple(range(ndim))
+
+
+def _tr_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
+    op = "tensor_resize"
+    m = inputs[0]
+    npd = _np_dtype(m.dtype)
+    if npd is None or npd not in TENSOR_RESIZE_DTYPES:
+        raise ValueError(f"Operator `{op}`: supports uint8, int16, uint16 and float32 inputs, got {npd or m.dtype}")
+    tensor_resize_axes(op, args, m.layout, m.ndim)
+    return [OutMeta(_float_or_same(op, m, args["dtype"]), m.ndim, m.layout)]
+
+
+def _tr_validate(args: Any) -> None:
+    op = "tensor_resize"
+    if given(args, "sizes") == given(args, "scales"):
+        raise ValueError(f"Operator `{op}`: give one of 'sizes' or 'scales', not both")
+    if given(args, "scales") and args["mode"] in ("not_larger", "not_smaller"):
+        raise ValueError(f"Operator `{op}`: 'scales' cannot be used with mode {args['mode']!r} (give 'sizes')")
+    if args["axes"] is not None and args["axis_names"] is not None:
+        raise ValueError(f"Operator `{op}`: arguments 'axes' and 'axis_names' are mutually exclusive")
+    if (args["roi_start"] is None) != (args["roi_end"] is None):
+        raise ValueError(f"Operator `{op}`: arguments 'roi_start' and 'roi_end' must be given together")
+    _non_negative(op, args, "max_size")
+    _check_interp(op, args, ("interp_type", "min_filter", "mag_filter"), _ALL_INTERP)
+
+
+def _per_axis(op: str, args: Any, name: str, i: int, n: int, one_ok: bool) -> list[float] | None:
+    v = args.sample(name, i) if args.is_per_sample(name) else args[name]
+    if v is None:
+        return None
+    vals = [float(x) for x in np.ravel(v)]
+    if one_ok and len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise ValueError(f"Operator `{op}`: argument '{name}' has {len(vals)} values for {n} axes (sample {i})")
+    return vals
+
+
+def tensor_resize_plan(op: str, args: Any, i: int, shape: tuple[int, ...], axes: tuple[int, ...]
+                       ) -> list[tuple[int, int, float, float]]:
+    """Sample ``i``'s resampling of every axis: (axis, output extent, ROI start, ROI end), the
+    ROI in input coordinates (end < start: flipped), following DALI's rules. The axes not
+    listed count as requested at their own extent (scale 1): they weigh in the average scale
+    that fills a 0 size ("default" mode) and in the common scale of "not_larger" and
+    "not_smaller" (which can resize them too). Sizes are rounded half away from zero; scales
+    multiply the whole extent and are rounded as ``size_rounding`` says; ``max_size`` caps
+    the listed axes; with ``subpixel_scale`` the ROI moves about the ``alignment`` point so
+    that the scale stays the requested one after rounding (an explicit ``alignment`` leaves
+    the axes not listed aligned at their start)."""
+    n, nd = len(axes), len(shape)
+    full = [float(e) for e in shape]
+    lo, hi = [0.0] * nd, list(full)
+    start, end = _per_axis(op, args, "roi_start", i, n, False), _per_axis(op, args, "roi_end", i, n, False)
+    if start is not None and end is not None:
+        for d, ax in enumerate(axes):
+            a, b = start[d], end[d]
+            if args["roi_relative"]:
+                a, b = a * full[ax], b * full[ax]
+            lo[ax], hi[ax] = a, b
+    sizes = _per_axis(op, args, "sizes", i, n, False)
+    scales = _per_axis(op, args, "scales", i, n, False)
+    align = [0.0 if given(args, "alignment") else 0.5] * nd
+    limit = [0.0] * nd
+    for name, dst in (("alignment", align), ("max_size", limit)):
+        vals = _per_axis(op, args, name, i, n, True)
+        for d, ax in enumerate(axes):
+            if vals is not None:
+                dst[ax] = vals[d]
+    flip = [hi[d] < lo[d] for d in range(nd)]
+    ins = [abs(hi[d] - lo[d]) for d in range(nd)]
+    req = list(full)
+    for d, ax in enumerate(axes):
+        req[ax] = sizes[d] if sizes is not None else scales[d] * full[ax]
+    req = [-r if f else r for r, f in zip(req, flip)]
+    req = _adjust_output_size(req, ins, args["mode"], limit if any(limit) else None)
+    rnd = _round_half_away if sizes is not None else _ROUNDING[args["size_rounding"]]
+    out = []
+    for d in range(nd):
+        a, b = lo[d], hi[d]
+        k = max(1, int(rnd(abs(req[d])))) if shape[d] else 0  # an empty axis stays empty
+        if args["subpixel_scale"] and req[d] and k != abs(req[d]):
+            adj = k / abs(req[d])
+            c = a + align[d] * (b - a)  # alignment counts from the ROI's start, flipped or not
+            a, b = c + (a - c) * adj, c + (b - c) * adj
+        if (req[d] < 0) != (b < a):
+            a, b = b, a
+        out.append((d, k, a, b))
+    return out
+
+
+def resized_block(plans: Sequence[list[tuple[int, int, float, float]]], shapes: Sequence[tuple[int, ...]],
+                  ndim: int) -> tuple[int, ...]:
+    """The consecutive axes DALI 2.4 resamples in every sample of a batch, from the samples'
+    ``tensor_resize_plan`` results: from the first to the last axis that changes in any sample.
+    An axis that keeps its extent counts as changed only when its ROI ends before the input's
+    end (so one whose ROI merely widens past the end, as ``subpixel_scale`` does when rounding
+    raises the size, is left as it is). With no changed axis, the last one; a single axis is
+    paired with the next one (the one before it at the end)."""
+    changed = sorted({d for plan, shape in zip(plans, shapes) for d, n_out, _, hi in plan
+                      if n_out != shape[d] or hi < shape[d]}) or [ndim - 1]
+    first, last = changed[0], changed[-1]
+    if first == last and ndim > 1:
+        first, last = (first, first + 1) if first + 1 < ndim else (first - 1, first)
+    return tuple(range(first, last + 1))
+
+
+TENSOR_RESIZE = OpSchema(
+    "tensor_resize",
+    args={
+        "sizes": Arg(FLOATS, None, per_sample=True, doc="output extents of the axes (0: derived as 'mode' says)"),
+        "scales": Arg(FLOATS, None, per_sample=True, doc="scale factors of the axes (output: scale * whole extent, "
+                                                         "rounded as size_rounding says)"),
+        "axes": Arg(INTS, None, doc="the axes sizes, scales, max_size and the ROI refer to (not set: all)"),
+        "axis_names": Arg(STR, None, doc="the same axes as layout letters"),
+        "alignment": Arg(FLOATS, None, per_sample=True,
+                         doc="point of the ROI that keeps its place when the output extent is rounded "
+                             "(0: start, 0.5: centre, 1: end); one value or one per axis (not set: 0.5 "
+                             "on every axis; set: 0 on the axes not listed, as DALI 2.4)"),
+        "size_rounding": Arg(STR, "round", choices=("round", "truncate", "ceil"),
+                             doc="how an output extent computed from scales is rounded"),
+        "mode": Arg(STR, "default", choices=("default", "stretch", "not_larger", "not_smaller"),
+                    doc="how the requested extents combine (see resize)"),
+        "max_size": Arg(FLOATS, None, doc="limit of the output extents, one value or one per axis"),
+        "roi_start": Arg(FLOATS, None, per_sample=True, doc="input region start, one value per axis"),
+        "roi_end": Arg(FLOATS, None, per_sample=True, doc="input region end, one value per axis (end < start flips)"),
+        "roi_relative": Arg(BOOL, False, doc="ROI given as fractions of the extents"),
+        "subpixel_scale": Arg(BOOL, True, doc="keep the exact scale when the output extent is rounded"),
+        **_RESAMPLING_ARGS,
+    },
+    infer=_tr_infer, validate=_tr_validate, provided_by=_PKG,
+    doc="Resize any axes of a tensor (at most 3 consecutive ones change), with resize's filters.",
+)
+
+FILTERS_SCHEMAS = (LAPLACIAN, FILTER, WATER, SPHERE, WARP_PERSPECTIVE, RESIZE_CROP_MIRROR, TENSOR_RESIZE)

@@ -1,5 +1,5 @@
 """Filter and warp operators on the CPU: ``laplacian``, ``filter``, ``water``, ``sphere``,
-``experimental.warp_perspective``, ``resize_crop_mirror``.
+``experimental.warp_perspective``, ``resize_crop_mirror``, ``tensor_resize``.
 
 ``laplacian``: each partial derivative is a separable correlation in float32, one axis at a time from
 the innermost spatial axis outwards, the border mirrored without repeating the edge
@@ -28,6 +28,9 @@ moved to pixel centres in float32 as DALI 2.4's CPU operator does it.
 rounded to float32, its ends swapped on flipped axes), and ``resize``'s resampling of that
 ROI: one resampling, as DALI's fused operator (whose nearest-neighbour picks at ties follow
 the narrowed ROI, not the whole resize).
+
+``tensor_resize``: core's plan per axis, then a separable float32 resampling with
+``resize``'s filter taps, one resized axis after the other (the last first).
 """
 
 from __future__ import annotations
@@ -47,7 +50,10 @@ from ndd._schemas_filters import (
     perspective_layout,
     perspective_matrix,
     perspective_size,
+    resized_block,
     sphere_coords,
+    tensor_resize_axes,
+    tensor_resize_plan,
     water_coords,
 )
 from ndd.plugins import (
@@ -55,8 +61,10 @@ from ndd.plugins import (
     KernelArgs,
     KernelContext,
     ResizePlan,
+    axis_taps,
     crop_window,
     reflect101,
+    resize_filters,
     resize_plans,
 )
 from ndd.types import DALIInterpType
@@ -289,5 +297,61 @@ def resize_crop_mirror_cpu(ctx: KernelContext, inputs: list[BatchData], args: Ke
         win = crop_window(op, args, i, plans[i].out, "pad")
         plan = _window_plan(plans[i], win, int(args.sample("mirror", i)))
         return resample(samples[i], plan, *filters[i], aa, dt)
+
+    return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))
+
+
+_LIN, _TRI = DALIInterpType.INTERP_LINEAR, DALIInterpType.INTERP_TRIANGULAR
+_MAX_RESIZED_SPAN = 3
+
+
+def _axis_kind(n_out: int, lo: float, hi: float, filters: tuple[DALIInterpType, DALIInterpType],
+               antialias: bool) -> DALIInterpType:
+    shrink = n_out < abs(hi - lo)
+    k = filters[0] if shrink else filters[1]
+    if k == _LIN and antialias and shrink:
+        return _TRI
+    if k == _TRI and not (antialias and shrink):
+        return _LIN
+    return k
+
+
+def tensor_resize_cpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    bd = inputs[0]
+    samples = bd.samples
+    op = ctx.op
+    dt = ctx.output_meta[0].dtype.numpy_dtype
+    aa = args["antialias"]
+    axes = tensor_resize_axes(op, args, ctx.input_layouts[0], samples[0].ndim if samples else 1)
+
+    shapes = [s.shape for s in samples]
+    plans = [tensor_resize_plan(op, args, i, sh, axes) for i, sh in enumerate(shapes)]
+    block = resized_block(plans, shapes, len(shapes[0]) if shapes else 1)
+    if len(block) > _MAX_RESIZED_SPAN:
+        raise ValueError(f"Operator `{op}`: at most {_MAX_RESIZED_SPAN} consecutive axes can be resized; "
+                         f"this batch changes axes {block[0]} to {block[-1]}")
+
+    def one(i: int) -> np.ndarray:
+        x, plan = samples[i], plans[i]
+        if not x.size:
+            return np.zeros([p[1] for p in plan], dt)
+        filters = resize_filters(op, args, i)
+        y = x
+        for ax in reversed(block):
+            _, n_out, lo, hi = plan[ax]
+            kind = _axis_kind(n_out, lo, hi, filters, aa)
+            idx, w = axis_taps(kind, y.shape[ax], n_out, lo, hi, aa, rows=ax != block[-1])
+            if kind == DALIInterpType.INTERP_NN:
+                y = np.take(y, idx[:, 0], axis=ax)
+                continue
+            src = y.astype(np.float32, copy=False)
+            shape = [1] * y.ndim
+            shape[ax] = -1
+            acc = None
+            for k in range(idx.shape[1]):
+                part = np.take(src, idx[:, k], axis=ax) * w[:, k].reshape(shape)
+                acc = part if acc is None else acc + part
+            y = acc
+        return cast_to(y, dt)
 
     return map_samples(ctx, one, len(samples), sum(s.nbytes for s in samples))

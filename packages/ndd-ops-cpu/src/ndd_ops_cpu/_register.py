@@ -26,6 +26,7 @@ from ._filters import (
     laplacian_cpu,
     resize_crop_mirror_cpu,
     sphere_cpu,
+    tensor_resize_cpu,
     warp_perspective_cpu,
     water_cpu,
 )
@@ -97,6 +98,7 @@ KERNELS = {
     "sphere": sphere_cpu,
     "experimental.warp_perspective": warp_perspective_cpu,
     "resize_crop_mirror": resize_crop_mirror_cpu,
+    "tensor_resize": tensor_resize_cpu,
 }
 
 
