@@ -507,7 +507,7 @@ def tensor_resize_axes(op: str, args: Any, layout: str | None, ndim: int) -> tup
 def _tr_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
     op = "tensor_resize"
     m = inputs[0]
-    npd = _np_dtype(m.dtype)
+    npd = _dtype.numpy_or_none(m.dtype)
     if npd is None or npd not in TENSOR_RESIZE_DTYPES:
         raise ValueError(f"Operator `{op}`: supports uint8, int16, uint16 and float32 inputs, got {npd or m.dtype}")
     tensor_resize_axes(op, args, m.layout, m.ndim)
