@@ -102,6 +102,7 @@ from ._schemas_paste import MULTI_PASTE_REGION_ARGS, bbox_rotate_sizes, coord_fl
 from ._shape_ops import slice_box
 from ._storage import BatchData, LazyBatchData, keep_origin
 from ._transforms import check_points, coord_transform_params, transform_points
+from ._video import VIDEO_IMAGE_TYPES, VideoFile
 from ._wav import convert_decoded, decode_wav, from_unit, resample_signal, to_unit
 
 __all__ = ["Arg", "BatchData", "LazyBatchData", "keep_origin", "KernelArgs", "KernelContext", "OpSchema", "OutMeta", "PerSample",
@@ -130,7 +131,9 @@ __all__ = ["Arg", "BatchData", "LazyBatchData", "keep_origin", "KernelArgs", "Ke
            "RESAMPLE_BLOCK", "ResampleWindow", "dct_matrix", "hann_window", "mel_filters", "num_windows",
            "resample_window", "resampled_length",
            # ... and by the audio kernels and the NemoAsr reader (_wav)
-           "convert_decoded", "decode_wav", "from_unit", "resample_signal", "to_unit"]
+           "convert_decoded", "decode_wav", "from_unit", "resample_signal", "to_unit",
+           # ... and by the video decoder kernels and the video readers (_video)
+           "VIDEO_IMAGE_TYPES", "VideoFile"]
 
 
 @dataclass
