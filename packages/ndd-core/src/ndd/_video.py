@@ -39,18 +39,38 @@ def _av() -> Any:
     return av
 
 
-def _upsample(c: np.ndarray, h: int, w: int) -> np.ndarray:
-    """Bilinear resize of one chroma plane to (h, w), pixel centres aligned, edges clamped."""
-    ch, cw = c.shape
-    out = c.astype(np.float32)
-    if cw != w:
-        out = _linear_axis(out, cw, w, axis=1)
-    if ch != h:
-        out = _linear_axis(out, ch, h, axis=0)
+_Q, _T = np.float32(0.25), np.float32(0.75)
+
+
+def _up2(c: np.ndarray, axis: int) -> np.ndarray:
+    """Exact 2x bilinear upsampling along ``axis`` (the 4:2:x chroma case): each output pixel
+    is 3/4 of its source pixel and 1/4 of the nearer neighbour, edges clamped. Written with
+    slices rather than :func:`_linear_axis`'s gathers: about 5x faster."""
+    shape = list(c.shape)
+    shape[axis] *= 2
+    out = np.empty(shape, np.float32)
+
+    def at(s: slice) -> tuple[slice, ...]:
+        return (slice(None), s) if axis else (s,)
+
+    even, odd = out[at(slice(0, None, 2))], out[at(slice(1, None, 2))]
+    np.multiply(c, _T, out=even)
+    np.multiply(c, _T, out=odd)
+    even[at(slice(1, None))] += _Q * c[at(slice(None, -1))]
+    even[at(slice(0, 1))] += _Q * c[at(slice(0, 1))]
+    odd[at(slice(None, -1))] += _Q * c[at(slice(1, None))]
+    odd[at(slice(-1, None))] += _Q * c[at(slice(-1, None))]
     return out
 
 
-def _linear_axis(c: np.ndarray, n_in: int, n_out: int, axis: int) -> np.ndarray:
+def _linear_axis(c: np.ndarray, n_out: int, axis: int) -> np.ndarray:
+    """Bilinear resize of ``c`` to ``n_out`` along ``axis``, pixel centres aligned, edges
+    clamped (any ratio: odd frame sizes)."""
+    n_in = c.shape[axis]
+    if n_in == n_out:
+        return c
+    if 2 * n_in == n_out:
+        return _up2(c, axis)
     x = (np.arange(n_out, dtype=np.float64) + 0.5) * (n_in / n_out) - 0.5
     x = np.clip(x, 0, n_in - 1)
     i0 = np.floor(x).astype(np.intp)
@@ -59,6 +79,11 @@ def _linear_axis(c: np.ndarray, n_in: int, n_out: int, axis: int) -> np.ndarray:
     if axis == 1:
         return c[:, i0] * (1 - f) + c[:, i1] * f
     return c[i0] * (1 - f)[:, None] + c[i1] * f[:, None]
+
+
+def _upsample(c: np.ndarray, h: int, w: int) -> np.ndarray:
+    """A chroma plane (float32) brought to the frame's (h, w)."""
+    return _linear_axis(_linear_axis(c, w, 1), h, 0)
 
 
 def _plane(frame: Any, k: int) -> np.ndarray:
@@ -83,28 +108,32 @@ def _to_image(frame: Any, image_type: str) -> np.ndarray:
         fmt = "yuv444p"
     h, w = frame.height, frame.width
     y = _plane(frame, 0)
-    u = _upsample(_plane(frame, 1), h, w)
-    v = _upsample(_plane(frame, 2), h, w)
+    u = _plane(frame, 1).astype(np.float32)
+    v = _plane(frame, 2).astype(np.float32)
+    out = np.empty((h, w, 3), np.float32)
     if image_type == "YCbCr":
-        out = np.empty((h, w, 3), np.uint8)
         out[..., 0] = y
-        out[..., 1] = np.rint(u)
-        out[..., 2] = np.rint(v)
-        return out
-    full = fmt.startswith("yuvj") or str(getattr(frame, "color_range", "")) in ("2", "JPEG")
-    yf = y.astype(np.float32)
-    u = u - np.float32(128)
-    v = v - np.float32(128)
-    if not full:
-        yf = (yf - np.float32(16)) * np.float32(255 / 219)
-        u *= np.float32(255 / 224)
-        v *= np.float32(255 / 224)
-    r = yf + np.float32(2 * (1 - _KR)) * v
-    b = yf + np.float32(2 * (1 - _KB)) * u
-    g = (yf - np.float32(_KR) * r - np.float32(_KB) * b) * np.float32(1 / _KG)
-    out = np.stack([r, g, b], axis=-1)
-    np.rint(out, out=out)
-    return np.clip(out, 0, 255).astype(np.uint8)
+        out[..., 1] = _upsample(u, h, w)
+        out[..., 2] = _upsample(v, h, w)
+    else:
+        full = fmt.startswith("yuvj") or str(getattr(frame, "color_range", "")) in ("2", "JPEG")
+        scale = np.float32(1 if full else 255 / 224)
+        u -= np.float32(128)
+        v -= np.float32(128)
+        yf = y.astype(np.float32)
+        if not full:
+            yf -= np.float32(16)
+            yf *= np.float32(255 / 219)
+        # The chroma terms are linear, so they are formed at chroma resolution and upsampled:
+        # three half-size products instead of six full-size ones.
+        rv = v * (scale * np.float32(2 * (1 - _KR)))
+        bu = u * (scale * np.float32(2 * (1 - _KB)))
+        gc = (rv * np.float32(_KR) + bu * np.float32(_KB)) * np.float32(-1 / _KG)
+        for k, c in enumerate((rv, gc, bu)):
+            np.add(yf, _upsample(c, h, w), out=out[..., k])
+        np.clip(out, np.float32(0), np.float32(255), out=out)
+    out += np.float32(0.5)  # round half up; the cast truncates
+    return out.astype(np.uint8)
 
 
 class VideoFile:
