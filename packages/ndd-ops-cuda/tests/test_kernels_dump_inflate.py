@@ -160,6 +160,8 @@ def test_input_errors() -> None:
         ndd.decoders.inflate(ndd.as_batch([np.zeros((2, 4), np.uint8)]).gpu(), shape=[4])
     with pytest.raises(TypeError, match=r"missing the required argument 'shape'"):
         inflate([GOOD])
+    with pytest.raises(ValueError, match=r"'shape' takes a scalar or a 1-D list per sample, got 2-D"):
+        inflate([GOOD], shape=ndd.as_batch([np.array([[3, 4]], np.int32)]))
     with ndd.EvalMode.sync_cpu, pytest.raises(ValueError, match=r"an input sample cannot be empty \(sample 1\)"):
         inflate([GOOD, b""], shape=[12])
 

@@ -104,6 +104,10 @@ def _inflate_infer(inputs: Sequence[OutMeta], args: Any) -> list[OutMeta]:
     if args["dtype"] not in INFLATE_DTYPES:
         raise TypeError(f"Operator `{_OP}`: argument 'dtype' {args['dtype']} is not supported; expected one of "
                         f"{', '.join(str(d) for d in INFLATE_DTYPES)}")
+    per_sample = args.batch_args.get("shape")
+    if per_sample is not None and per_sample.ndim > 1:
+        raise ValueError(f"Operator `{_OP}`: argument 'shape' takes a scalar or a 1-D list per sample, got "
+                         f"{per_sample.ndim}-D samples")
     ndim = _given_length(_OP, args, "shape")
     seq = is_sequence(args)
     layout = args["layout"]
