@@ -921,3 +921,25 @@ def test_wrapped_reader_iterator_captures_feeder_reads(lmdb_path):
     assert all(np.array_equal(a, b) for a, b in zip(got, eager)) and len(got) == len(eager)
     site = ndd.capture.report().sites[0]
     assert site.op == "cast" and site.captured and site.replayed == 40 // B - 1
+
+
+def test_dump_image_runs_at_each_step_and_is_not_captured(lmdb_path, tmp_path, monkeypatch):
+    """dump_image writes files: it is never captured (a replay would write ahead of the loop);
+    it runs once per step, in order, so after each step its file holds that step's image."""
+    monkeypatch.chdir(tmp_path)
+    reader = ndd.readers.Caffe2(path=lmdb_path)
+    steps = 0
+    for jpegs, _ in reader.next_epoch(batch_size=B, capture=True):
+        images = ndd.decoders.image(jpegs, output_type=types.GRAY)
+        ndd.dump_image(images, suffix="d")
+        first = np.asarray(images.tensors[0])
+        h, w, _ = first.shape
+        rows = "".join("".join(f"{v} " for v in row) + "\n" for row in first[..., 0].tolist())
+        assert (tmp_path / "0-d-0.ppm").read_bytes() == f"P2\n{w} {h}\n255\n{rows}".encode()
+        steps += 1
+    assert steps > 2
+    sites = {s.op: s for s in ndd.capture.report().sites}
+    assert sites["decoders.image"].captured
+    dump = sites["dump_image"]
+    assert not dump.captured and dump.code == "NDD-C101" and "side effects" in dump.reason
+    assert dump.eager == steps

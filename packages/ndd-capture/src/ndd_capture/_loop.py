@@ -470,6 +470,8 @@ class CaptureLoop:
     def _classify(self, schema: Any, inputs: tuple, kwargs: dict, raw_in: tuple, raw_kw: dict,
                   result: Any, site: Any, key: tuple) -> tuple[str | None, str | None, Any]:
         if not schema.capturable:
+            if schema.side_effects:
+                return "NDD-C101", f"`{schema.name}` has side effects (it writes files) and is never captured", None
             return "NDD-C101", f"`{schema.name}` (slicing, arithmetic or ndd.math) is not captured", None
         first = result[0] if isinstance(result, tuple) else result
         if not isinstance(first, Batch):

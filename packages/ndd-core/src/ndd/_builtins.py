@@ -252,3 +252,6 @@ def register(reg: Registry) -> None:
                   GPU_ONLY_SCHEMAS):
         for s in group:
             reg.add_schema(s)
+    from ._schemas_dump_inflate import DUMP_INFLATE_SCHEMAS
+    for s in DUMP_INFLATE_SCHEMAS:
+        reg.add_schema(s)

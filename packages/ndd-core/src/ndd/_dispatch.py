@@ -414,7 +414,7 @@ def invoke(schema: OpSchema, inputs: tuple, kwargs: dict) -> Any:
 
     mode = EvalMode.current()
     inv = Invocation(run, mode, ctx)
-    if mode.value >= _SYNC or any(x is not None and x._ext for x in ins):
+    if mode.value >= _SYNC or schema.side_effects or any(x is not None and x._ext for x in ins):
         inv.mode = EvalMode.sync_cpu
         inv.run()
         if inv.error is not None:

@@ -229,6 +229,10 @@ class OpSchema:
     doc: str = ""
     internal: bool = False
     capturable: bool | None = None  # capture mode may replay its calls (default: not internal)
+    # True for an operator with an effect outside its outputs (dump_image writes files): each
+    # call runs at once, in the caller's thread and in call order, whatever the EvalMode, and
+    # capture mode never replays it (capturable defaults to False).
+    side_effects: bool = False
     device_inputs: int | None = None  # how many leading inputs decide the device (None: all)
     # True for DALI's "mixed" operators (the decoders): their GPU kernel reads host inputs. The
     # inputs of other operators called with device="gpu" are moved to the GPU first.
@@ -247,7 +251,7 @@ class OpSchema:
         if self.min_inputs is None:
             self.min_inputs = len(self.inputs)
         if self.capturable is None:
-            self.capturable = not self.internal
+            self.capturable = not self.internal and not self.side_effects
         self.defaults = {k: a.default for k, a in self.args.items()}
 
     @property

@@ -21,6 +21,7 @@ from ._blur import gaussian_blur_cpu
 from ._color import brightness_contrast_cpu, color_twist_cpu, hsv_cpu
 from ._crop import crop_cpu, flip_cpu
 from ._decode import image_cpu, image_crop_cpu, image_random_crop_cpu, image_slice_cpu, peek_image_shape_cpu
+from ._dump_inflate import dump_image_cpu
 from ._filters import (
     filter_cpu,
     laplacian_cpu,
@@ -99,6 +100,7 @@ KERNELS = {
     "experimental.warp_perspective": warp_perspective_cpu,
     "resize_crop_mirror": resize_crop_mirror_cpu,
     "tensor_resize": tensor_resize_cpu,
+    "dump_image": dump_image_cpu,
 }
 
 

@@ -60,6 +60,8 @@ _WHERE = {
     "permute_batch": ("_util", "permute_batch_gpu"),
     "coord_flip": ("_util", "coord_flip_gpu"),
     "grid_mask": ("_util", "grid_mask_gpu"),
+    "dump_image": ("_dump_inflate", "dump_image_gpu"),
+    "decoders.inflate": ("_dump_inflate", "inflate_gpu"),
     **{f"reductions.{op}": ("_reductions", "REDUCTIONS") for op in (
         "sum", "mean", "mean_square", "rms", "min", "max", "std_dev", "variance")},
     **{op: ("_core", "HOST_KERNELS") for op in (
