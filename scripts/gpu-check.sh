@@ -19,6 +19,14 @@
 #            --implementation cp --platform manylinux2014_x86_64 -d .whl lmdb==3.0.0
 #      and, for the torchdata node tests (pure Python; skipped without it):
 #        python3 -m pip download --no-deps -d .whl torchdata==0.11.0
+#      and, for decoders.inflate (ndd-ops-cuda; its tests are skipped without it):
+#        python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#            --implementation cp --platform manylinux2014_x86_64 -d .whl lz4==4.4.5
+#      The video tests need PyAV (36 MB; skipped without it, and too big to carry beside
+#      data/mnist_lmdb within the device's 64 MiB, so fetch it only for a run without the
+#      criterion's data):
+#        python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#            --implementation cp --platform manylinux_2_28_x86_64 -d .whl av==18.1.0
 #   2. the ndd packages run from packages/*/src (PYTHONPATH); their entry points, which need
 #      distribution metadata, come from a minimal .dist-info per package written into
 #      $NDD_SITE from its pyproject.toml (no build backend needed). Distributions that are

@@ -7,9 +7,10 @@ from typing import Any
 
 # Reason codes of the capture runtime (the source-analysis codes live in _source_analysis).
 RUNTIME_CODES: dict[str, tuple[str, str]] = {
-    "NDD-C101": ("internal operation",
-                 "slicing (.slice[...], t[...]), arithmetic and ndd.math are never captured; "
-                 "move them after the last operator, or express them with operators (e.g. ndd.crop)"),
+    "NDD-C101": ("internal or side-effect operation",
+                 "slicing (.slice[...], t[...]), arithmetic, ndd.math and operators with side effects "
+                 "(dump_image) are never captured; move them after the last operator, or express "
+                 "them with operators (e.g. ndd.crop); call dump_image on a side branch"),
     "NDD-C102": ("not a batch call",
                  "the call works on single samples; pass batch_size= (random ops) or batch inputs"),
     "NDD-C103": ("batch size differs from the loop's",

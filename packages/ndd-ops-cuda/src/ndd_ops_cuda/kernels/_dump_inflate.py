@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import lz4.block
 import numpy as np
 
 from ndd._schemas_dump_inflate import chunk_shape, inflate_chunks, is_sequence, write_dump
@@ -32,6 +31,8 @@ def _inflate_chunk(data: bytes, shape: tuple[int, ...], dtype: np.dtype, i: int,
                    where: tuple[int, int]) -> np.ndarray:
     """One LZ4 block inflated into an array of ``shape`` and ``dtype``; data that inflate to
     fewer bytes leave the rest zero (as DALI fills the tails)."""
+    import lz4.block  # here, not at the top: the GPU plugin must load without lz4 installed
+
     out = np.zeros(shape, dtype)
     if not out.nbytes:
         return out
