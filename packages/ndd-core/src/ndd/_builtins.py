@@ -252,3 +252,7 @@ def register(reg: Registry) -> None:
                   GPU_ONLY_SCHEMAS):
         for s in group:
             reg.add_schema(s)
+    from ._schemas_video import VIDEO_SCHEMAS
+
+    for s in VIDEO_SCHEMAS:
+        reg.add_schema(s)

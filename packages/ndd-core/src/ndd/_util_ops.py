@@ -496,11 +496,12 @@ UTIL_OPS = (
 # -- deprecated experimental aliases ----------------------------------------------------
 
 
-def alias(target: OpSchema, name: str, inputs: tuple[str, ...] | None = None) -> OpSchema:
+def alias(target: OpSchema, name: str, inputs: tuple[str, ...] | None = None, since: str = "2.2") -> OpSchema:
     """A deprecated second name of ``target`` (DALI 2.4's ``experimental.decoders.image``
     etc.): the same arguments, and the same kernels, whichever plugin attaches them to
-    ``target`` (the kernel tables are shared). Each call warns with a DeprecationWarning."""
-    message = (f"`ndd.{name}` is deprecated (DALI 2.2): it is an alias of `ndd.{target.name}`; "
+    ``target`` (the kernel tables are shared). Each call warns with a DeprecationWarning
+    naming ``since``, the DALI version that deprecated the name."""
+    message = (f"`ndd.{name}` is deprecated (DALI {since}): it is an alias of `ndd.{target.name}`; "
                "use that instead")
     check = target.validate
 

@@ -42,6 +42,7 @@ from ._segmentation import (
     roi_random_crop_cpu,
     select_masks_cpu,
 )
+from ._video_decode import video_decoder_cpu
 from ._warp import rotate_cpu, warp_affine_cpu
 
 KERNELS = {
@@ -99,6 +100,7 @@ KERNELS = {
     "experimental.warp_perspective": warp_perspective_cpu,
     "resize_crop_mirror": resize_crop_mirror_cpu,
     "tensor_resize": tensor_resize_cpu,
+    "decoders.video": video_decoder_cpu,
 }
 
 
