@@ -239,6 +239,7 @@ def register(reg: Registry) -> None:
     from ._schemas_audio import AUDIO_SCHEMAS
     from ._schemas_augment import AUGMENT_SCHEMAS
     from ._schemas_bbox import BBOX_SCHEMAS
+    from ._schemas_dump_inflate import DUMP_INFLATE_SCHEMAS
     from ._schemas_filters import FILTERS_SCHEMAS
     from ._schemas_gpu_only import GPU_ONLY_SCHEMAS
     from ._schemas_image import IMAGE_SCHEMAS
@@ -246,12 +247,10 @@ def register(reg: Registry) -> None:
     from ._schemas_pixel import PIXEL_SCHEMAS
     from ._schemas_random_bbox import RANDOM_BBOX_SCHEMAS
     from ._schemas_segmentation import SEGMENTATION_SCHEMAS
+    from ._schemas_video import VIDEO_SCHEMAS
 
     for group in (IMAGE_SCHEMAS, BBOX_SCHEMAS, PIXEL_SCHEMAS, RANDOM_BBOX_SCHEMAS, AUGMENT_SCHEMAS,
                   SEGMENTATION_SCHEMAS, PASTE_SCHEMAS, AUDIO_SCHEMAS, FILTERS_SCHEMAS, alias_schemas(),
-                  GPU_ONLY_SCHEMAS):
+                  GPU_ONLY_SCHEMAS, DUMP_INFLATE_SCHEMAS, VIDEO_SCHEMAS):
         for s in group:
             reg.add_schema(s)
-    from ._schemas_dump_inflate import DUMP_INFLATE_SCHEMAS
-    for s in DUMP_INFLATE_SCHEMAS:
-        reg.add_schema(s)

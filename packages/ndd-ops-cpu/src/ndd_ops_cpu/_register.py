@@ -43,6 +43,7 @@ from ._segmentation import (
     roi_random_crop_cpu,
     select_masks_cpu,
 )
+from ._video_decode import video_decoder_cpu
 from ._warp import rotate_cpu, warp_affine_cpu
 
 KERNELS = {
@@ -101,6 +102,7 @@ KERNELS = {
     "resize_crop_mirror": resize_crop_mirror_cpu,
     "tensor_resize": tensor_resize_cpu,
     "dump_image": dump_image_cpu,
+    "decoders.video": video_decoder_cpu,
 }
 
 

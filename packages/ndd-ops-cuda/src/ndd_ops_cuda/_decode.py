@@ -16,7 +16,8 @@ upsampling differ from libjpeg-turbo's by a few levels (see the README for the m
 difference). Under the test emulation (``NDD_CUDA_EMULATE=cpu``), or without
 torchvision, every sample takes the CPU path. ``decoders.image_crop``,
 ``decoders.image_slice`` and ``decoders.image_random_crop`` on the GPU decode and crop on the
-CPU, then upload.
+CPU, then upload. ``decoders.video`` on the GPU (DALI's "mixed" backend) decodes on the CPU
+with FFmpeg and uploads the frames: this plugin has no NVDEC path.
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ def _cpu_kernel(op: str) -> Any:
     kernel = schemas()[op].kernels.get("cpu")
     if kernel is None:
         raise RuntimeError(
-            f"Operator `{op}` on the GPU decodes some images on the CPU (small images, formats nvJPEG "
-            "does not decode, the emulation), which needs the CPU decoder: pip install ndd-ops-cpu"
+            f"Operator `{op}` on the GPU decodes some samples on the CPU (videos, small images, formats "
+            "nvJPEG does not decode, the emulation), which needs the CPU decoder: pip install ndd-ops-cpu"
         )
     return kernel
 
@@ -269,9 +270,15 @@ def image_random_crop_gpu(ctx: KernelContext, inputs: list[BatchData], args: Ker
     return _upload_stage(ctx, _host_then_upload(ctx, inputs, args), args)
 
 
+def video_gpu(ctx: KernelContext, inputs: list[BatchData], args: KernelArgs) -> Any:
+    """``decoders.video`` on the GPU: decoded on the CPU (FFmpeg; no NVDEC here), then uploaded."""
+    BACKEND.require()
+    return _upload_stage(ctx, _host_then_upload(ctx, inputs, args), args)
+
+
 # Staged kernels (core's Plan.run): capture worker processes run the host stage.
 image_gpu.host_stage, image_gpu.device_stage = _image_host_stage, _image_device_stage
-for _k in (image_crop_gpu, image_slice_gpu, image_random_crop_gpu):
+for _k in (image_crop_gpu, image_slice_gpu, image_random_crop_gpu, video_gpu):
     _k.host_stage, _k.device_stage = _host_then_upload, _upload_stage
 
 
@@ -287,7 +294,7 @@ def _upload_graph_device(ctx: KernelContext, staged: list[BatchData], uploaded: 
     return upload_device(ctx, staged[:1], uploaded, args)
 
 
-for _k in (image_gpu, image_crop_gpu, image_slice_gpu, image_random_crop_gpu):
+for _k in (image_gpu, image_crop_gpu, image_slice_gpu, image_random_crop_gpu, video_gpu):
     _k.graph_stages = (_upload_graph_host, _upload_graph_device)
 
 
@@ -296,4 +303,5 @@ KERNELS = {
     "decoders.image_crop": image_crop_gpu,
     "decoders.image_slice": image_slice_gpu,
     "decoders.image_random_crop": image_random_crop_gpu,
+    "decoders.video": video_gpu,
 }
