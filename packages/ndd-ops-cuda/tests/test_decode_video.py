@@ -3,9 +3,12 @@ the CPU decoder's exactly, for every frame selection argument and ragged batches
 
 from __future__ import annotations
 
-import av
 import numpy as np
 import pytest
+
+# PyAV is a dependency of ndd-ops-cpu; only the offline GPU machine may lack it (see
+# scripts/gpu-check.sh for fetching its wheel).
+av = pytest.importorskip("av")
 
 import ndd
 
