@@ -10,7 +10,7 @@ import pytest
 # scripts/gpu-check.sh for fetching its wheel).
 av = pytest.importorskip("av")
 
-import ndd
+import ndd  # noqa: E402
 
 
 def _video(path, n: int, w: int, h: int, codec: str, pix: str) -> np.ndarray:
