@@ -59,6 +59,8 @@ del _name
 
 from . import math, pytorch, random, readers  # noqa: E402  (after the core names they use)
 
+experimental.readers = readers.namespace("experimental")  # noqa: F821  (DALI's experimental readers)
+
 _sys.meta_path.append(_ops.ExtensionFinder())
 _sys.meta_path.insert(0, _ops.ExtensionSubmoduleFinder())
 

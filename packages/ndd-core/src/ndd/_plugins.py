@@ -34,7 +34,7 @@ _lock = threading.RLock()
 KNOWN_EXTENSIONS = {"capture": "ndd-capture", "checkpoint": "ndd-checkpoint",
                     "tfrecord": "ndd-readers"}
 KNOWN_READERS = ("File", "Caffe", "Caffe2", "COCO", "MXNet", "NemoAsr", "Numpy", "TFRecord",
-                 "Video", "VideoResize", "Webdataset")
+                 "Video", "VideoResize", "Webdataset", "experimental.Fits", "experimental.Video")
 
 
 @dataclass
@@ -82,7 +82,8 @@ class Registry:
         schema.kernel_sources[device] = self.source
 
     def add_reader(self, name: str, cls: type) -> None:
-        """Publish a reader class as ``ndd.readers.<name>``."""
+        """Publish a reader class as ``ndd.readers.<name>``; a dotted name ``<module>.<Name>``
+        (``experimental.Fits``) as ``ndd.<module>.readers.<Name>``."""
         if name in readers and readers[name] is not cls:
             raise RuntimeError(f"Reader `{name}` is provided twice (again by {self.source})")
         readers[name] = cls

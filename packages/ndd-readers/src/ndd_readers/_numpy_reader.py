@@ -294,6 +294,41 @@ def _walk(root: str, pattern: str) -> tuple[list[str], list[str]]:
     return found, names
 
 
+def list_files(root: str | os.PathLike | None, file_filter: str, files: Sequence[str | os.PathLike] | None,
+               file_list: str | os.PathLike | None, reader: str) -> tuple[list[str], list[str]]:
+    """The paths and names of a file reader's files, as DALI's file readers list them: ``files``
+    (relative to ``root`` if given), the lines of ``file_list`` (relative to ``root`` or to
+    the list's directory) or the files of ``root`` matching ``file_filter`` (:func:`_walk`).
+    ValueError naming ``reader`` and the argument when there are none or one is missing."""
+    root = None if root is None else os.fspath(root)
+    files = None if files is None else path_list(files, "files")
+    lst = None if file_list is None else os.fspath(file_list)
+    if files is not None and lst is not None:
+        raise ValueError("Give either `file_list` or `files`, not both")
+    if files is not None:
+        names = list(files)
+        paths = [os.path.join(root, f) for f in files] if root is not None else names
+        check_files(paths, "files")
+    elif lst is not None:
+        base = root if root is not None else os.path.dirname(os.path.abspath(lst))
+        try:
+            with open(lst, encoding="utf-8") as f:
+                names = [line.strip() for line in f if line.strip()]
+        except OSError as e:
+            raise ValueError(f"file_list {lst!r} cannot be read: {e.strerror or e}") from None
+        if not names:
+            raise ValueError(f"file_list {lst!r} lists no files")
+        paths = [os.path.join(base, n) for n in names]
+        check_files(paths, "file_list")
+    elif root is not None:
+        paths, names = _walk(root, file_filter)
+        if not paths:
+            raise ValueError(f"file_root {root!r} holds no files matching {file_filter!r}")
+    else:
+        raise ValueError(f"{reader} reader needs `file_root`, `files` or `file_list`")
+    return paths, names
+
+
 class Numpy(StreamReader):
     """Reads ``.npy`` files: yields a 1-tuple ``(data,)`` with each file's dtype and shape.
 
@@ -408,28 +443,5 @@ class Numpy(StreamReader):
         return read_many
 
     def _open(self) -> Dataset:
-        root, files, lst = self._file_root, self._files, self._file_list
-        if files is not None and lst is not None:
-            raise ValueError("Give either `file_list` or `files`, not both")
-        if files is not None:
-            names = list(files)
-            paths = [os.path.join(root, f) for f in files] if root is not None else names
-            check_files(paths, "files")
-        elif lst is not None:
-            base = root if root is not None else os.path.dirname(os.path.abspath(lst))
-            try:
-                with open(lst, encoding="utf-8") as f:
-                    names = [line.strip() for line in f if line.strip()]
-            except OSError as e:
-                raise ValueError(f"file_list {lst!r} cannot be read: {e.strerror or e}") from None
-            if not names:
-                raise ValueError(f"file_list {lst!r} lists no files")
-            paths = [os.path.join(base, n) for n in names]
-            check_files(paths, "file_list")
-        elif root is not None:
-            paths, names = _walk(root, self._file_filter)
-            if not paths:
-                raise ValueError(f"file_root {root!r} holds no files matching {self._file_filter!r}")
-        else:
-            raise ValueError("Numpy reader needs `file_root`, `files` or `file_list`")
+        paths, names = list_files(self._file_root, self._file_filter, self._files, self._file_list, "Numpy")
         return NumpyDataset(paths, names, self._roi, self._use_mmap)

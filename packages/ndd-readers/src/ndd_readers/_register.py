@@ -11,6 +11,7 @@ def register(reg: Registry) -> None:
     from ._caffe2_reader import Caffe2
     from ._coco import COCO
     from ._file import File
+    from ._fits import Fits
     from ._mxnet import MXNet
     from ._nemo_asr import NemoAsr
     from ._numpy_reader import Numpy
@@ -28,3 +29,4 @@ def register(reg: Registry) -> None:
     reg.add_reader("Webdataset", Webdataset)
     reg.add_reader("NemoAsr", NemoAsr)
     reg.add_reader("shard_args", shard_args)  # ours: a helper function, not a reader class
+    reg.add_reader("experimental.Fits", Fits)  # ndd.experimental.readers.Fits
