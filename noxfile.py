@@ -60,7 +60,7 @@ _package_session("ops_cpu", extra=("scikit-image",))
 # capture-mode GPU loop needs the readers and capture packages.
 _package_session("ops_cuda", extra=(TORCH, "torchdata==0.11.0", PACKAGES["ops_cpu"], PACKAGES["readers"],
                                    PACKAGES["capture"]))
-_package_session("readers", extra=("protobuf", PACKAGES["ops_cpu"]))
+_package_session("readers", extra=("protobuf", "astropy>=5", PACKAGES["ops_cpu"]))
 _package_session("capture", extra=(PACKAGES["readers"], PACKAGES["ops_cpu"]))
 
 
