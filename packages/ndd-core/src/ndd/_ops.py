@@ -109,6 +109,10 @@ class OpModule(ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if self._ndd_path == "experimental" and name == "readers":
+            from .readers import experimental_readers
+
+            return experimental_readers()
         fn = resolve(self._ndd_path, name)
         if fn is None:
             if name in submodules(self._ndd_path):
@@ -118,7 +122,8 @@ class OpModule(ModuleType):
         return fn
 
     def __dir__(self) -> list[str]:
-        return module_names(self._ndd_path)
+        names = module_names(self._ndd_path)
+        return sorted([*names, "readers"]) if self._ndd_path == "experimental" else names
 
 
 _modules: dict[str, ModuleType] = {}

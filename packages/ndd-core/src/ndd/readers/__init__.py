@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import Any
 
 from .. import _plugins
+
+EXPERIMENTAL = "experimental.readers."
+"""Prefix of the registry names of the readers published as ``ndd.experimental.readers.<Name>``."""
 
 
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     _plugins.ensure_loaded()
+    if "." in name:
+        raise AttributeError(f"module 'ndd.readers' has no attribute '{name}'")
     cls = _plugins.readers.get(name)
     if cls is not None:
         globals()[name] = cls
@@ -38,4 +45,30 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     _plugins.ensure_loaded()
-    return sorted(_plugins.readers)
+    return sorted(n for n in _plugins.readers if "." not in n)
+
+
+class _ExperimentalReaders(ModuleType):
+    """``ndd.experimental.readers``: the readers a plugin registers as ``experimental.readers.<Name>``."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _plugins.ensure_loaded()
+        cls = _plugins.readers.get(EXPERIMENTAL + name)
+        if cls is None:
+            raise AttributeError(f"module 'ndd.experimental.readers' has no attribute '{name}'")
+        setattr(self, name, cls)
+        return cls
+
+    def __dir__(self) -> list[str]:
+        _plugins.ensure_loaded()
+        return sorted(n[len(EXPERIMENTAL):] for n in _plugins.readers if n.startswith(EXPERIMENTAL))
+
+
+def experimental_readers() -> ModuleType:
+    """The module ``ndd.experimental.readers`` (created once, put in ``sys.modules``)."""
+    mod = sys.modules.get("ndd.experimental.readers")
+    if not isinstance(mod, _ExperimentalReaders):
+        mod = sys.modules["ndd.experimental.readers"] = _ExperimentalReaders("ndd.experimental.readers")
+    return mod
