@@ -261,3 +261,87 @@ def test_errors(videos: dict, tmp_path) -> None:
     with pytest.warns(UserWarning, match="skipping"):
         r = V(filenames=[str(bad), x], sequence_length=19)
     assert len(epoch(r)) == 1
+
+
+# -- the legacy ndd.readers.Video (DALI: GPU only; here decoded on the host) -----------------
+
+def legacy_starts(n: int, length: int, stride: int, step: int, pad: bool) -> list[int]:
+    """The documented legacy rule: the sequence's span 1 + (length-1)*stride must fit; with
+    pad_sequences, the later starts inside the video follow."""
+    span = 1 + (length - 1) * stride
+    full = [s for s in range(0, n, step) if s + span <= n]
+    rest = [s for s in range(0, n, step) if s + span > n] if pad else []
+    return full + rest
+
+
+def test_legacy_signature() -> None:
+    names = list(inspect.signature(ndd.readers.Video).parameters)
+    assert names == [
+        "max_batch_size", "name", "device", "num_inputs", "additional_decode_surfaces", "channels",
+        "dont_use_mmap", "dtype", "enable_frame_num", "enable_timestamps", "file_list", "file_list_frame_num",
+        "file_list_include_preceding_frame", "file_root", "filenames", "image_type", "initial_fill", "labels",
+        "lazy_init", "normalized", "num_shards", "pad_last_batch", "pad_sequences", "prefetch_queue_depth",
+        "random_shuffle", "read_ahead", "seed", "sequence_length", "shard_id", "skip_cached_images",
+        "skip_vfr_check", "step", "stick_to_shard", "stride", "tensor_init_bytes", "enable_checkpointing"]
+
+
+@pytest.mark.parametrize("length,stride,step,pad", [(4, 2, -1, True), (3, 3, 2, False), (5, 1, 3, True)])
+def test_legacy_sequences(videos: dict, length: int, stride: int, step: int, pad: bool) -> None:
+    r = ndd.readers.Video(filenames=videos["paths"], labels=[], sequence_length=length, stride=stride, step=step,
+                          pad_sequences=pad, enable_frame_num="sequence", enable_timestamps=True)
+    rows = epoch(r)
+    want = []
+    for f, path in enumerate(videos["paths"]):
+        n = len(videos["refs"][path][0])
+        for s in legacy_starts(n, length, stride, step if step > 0 else length * stride, pad):
+            want.append((f, path, [s + j * stride if s + j * stride < n else -1 for j in range(length)]))
+    assert len(rows) == len(want)
+    for (f, path, idx), (video, label, fn, ts) in zip(want, rows):
+        rgb, _, stamps = videos["refs"][path]
+        assert label.tolist() == [f] and fn.tolist() == idx  # labels=[]: the files' indices
+        assert np.array_equal(ts, [stamps[i] if i >= 0 else -1.0 for i in idx]) and ts.dtype == np.float64
+        real = [i for i in idx if i >= 0]
+        assert identify(video[:len(real)], rgb) == real and not video[len(real):].any()
+
+
+def test_legacy_dtype_and_labels(videos: dict) -> None:
+    path = videos["paths"][1]
+    kw = dict(filenames=[path], sequence_length=3, step=4)
+    (u8,), _, _ = epoch(ndd.readers.Video(**kw, enable_frame_num=True))  # no labels: the frames only
+    (f32, lab), _, _ = epoch(ndd.readers.Video(**kw, labels=[4], dtype=ndd.types.FLOAT, normalized=True))
+    assert u8.dtype == np.uint8 and f32.dtype == np.float32 and lab.tolist() == [4]
+    np.testing.assert_allclose(f32, u8 / 255.0, rtol=1e-6)
+    (raw, _), _, _ = epoch(ndd.readers.Video(**kw, labels=[4], dtype=ndd.types.FLOAT))
+    assert np.array_equal(raw, u8.astype(np.float32))
+
+
+def test_legacy_file_list(videos: dict, tmp_path) -> None:
+    x, y, z = videos["paths"]  # z: 14 frames at 30 fps
+    lst = tmp_path / "list.txt"
+    lst.write_text(f"{z} 5 2 9\n{z} 6 -6 0\n{y} 7\n")
+    r = ndd.readers.Video(file_list=str(lst), file_list_frame_num=True, sequence_length=2, enable_frame_num=True)
+    got = [(int(lab[0]), int(fn[0])) for _, lab, fn in epoch(r)]
+    assert got == [(5, 2), (5, 4), (5, 6), (6, 8), (6, 10), (6, 12), (7, 0), (7, 2), (7, 4), (7, 6), (7, 8)]
+    lst.write_text(f"{z} 0 0.05 0.31\n")  # 1.5 and 9.3 frames: start rounds up, end down (or the other way)
+    for preceding, want in [(False, [2, 3, 4, 5, 6, 7, 8]), (True, [1, 2, 3, 4, 5, 6, 7, 8, 9])]:
+        r = ndd.readers.Video(file_list=str(lst), sequence_length=1, file_list_include_preceding_frame=preceding,
+                              enable_frame_num=True)
+        assert [int(fn[0]) for _, _, fn in epoch(r)] == want
+    lst.write_text(f"{z} 0 5 3\n")
+    with pytest.raises(ValueError, match="after the end"):
+        ndd.readers.Video(file_list=str(lst), file_list_frame_num=True, sequence_length=1)
+    lst.write_text(f"{z} 0 2 40\n")
+    with pytest.raises(ValueError, match="past the end"):
+        ndd.readers.Video(file_list=str(lst), file_list_frame_num=True, sequence_length=1)
+
+
+def test_legacy_errors(videos: dict) -> None:
+    x = videos["paths"][0]
+    with pytest.raises(ValueError, match="channels"):
+        ndd.readers.Video(filenames=[x], sequence_length=2, channels=4)
+    with pytest.raises(ValueError, match="dtype"):
+        ndd.readers.Video(filenames=[x], sequence_length=2, dtype=ndd.types.INT16)
+    with pytest.raises(ValueError, match="no valid sequences"):
+        ndd.readers.Video(filenames=[x], sequence_length=20)
+    with pytest.raises(ValueError, match="exactly one of"):
+        ndd.readers.Video(sequence_length=2)

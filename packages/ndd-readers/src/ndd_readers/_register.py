@@ -15,6 +15,7 @@ def register(reg: Registry) -> None:
     from ._nemo_asr import NemoAsr
     from ._numpy_reader import Numpy
     from ._tfrecord_reader import TFRecord
+    from ._video_legacy import Video as LegacyVideo
     from ._video_reader import Video
     from ._webdataset import Webdataset
     from .distributed import shard_args
@@ -30,3 +31,4 @@ def register(reg: Registry) -> None:
     reg.add_reader("NemoAsr", NemoAsr)
     reg.add_reader("shard_args", shard_args)  # ours: a helper function, not a reader class
     reg.add_reader("experimental.readers.Video", Video)  # ndd.experimental.readers.Video
+    reg.add_reader("Video", LegacyVideo)

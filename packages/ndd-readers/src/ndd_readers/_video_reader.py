@@ -143,6 +143,33 @@ def frame_range(vf: VideoFile, span: tuple[float, float] | None, fmt: str, round
     return _time_to_frame(vf, s, start_up), _time_to_frame(vf, e, end_up)
 
 
+def list_sources(op: str, file_root: str, file_list: str, filenames: list[str], labels: list[int] | None,
+                 parse: Any) -> list[ListEntry]:
+    """The files to read (with labels and file_list spans) from exactly one of ``file_root``
+    (the files of its sub-directories, labelled by sorted directory), ``file_list`` (read by
+    ``parse``) and ``filenames`` (with ``labels``, if given)."""
+    given = [a for a, v in (("file_root", file_root), ("file_list", file_list), ("filenames", filenames)) if v]
+    if len(given) != 1:
+        raise ValueError(f"{op} reader needs exactly one of `file_root`, `file_list` and `filenames`"
+                         + (f"; got {' and '.join(given)}" if given else ""))
+    if labels is not None and not filenames:
+        raise ValueError("`labels` needs `filenames`")
+    if filenames:
+        if labels is not None and len(labels) != len(filenames):
+            raise ValueError(f"`labels` has {len(labels)} entries but `filenames` has {len(filenames)}")
+        return [ListEntry(p, None if labels is None else labels[k]) for k, p in enumerate(filenames)]
+    if file_list:
+        return parse(file_list)
+    if not os.path.isdir(file_root):
+        raise ValueError(f"file_root {file_root!r} is not a directory")
+    out = []
+    for label, d in enumerate(sorted(e.name for e in os.scandir(file_root) if e.is_dir())):
+        full = os.path.join(file_root, d)
+        out.extend(ListEntry(os.path.join(full, n), label)
+                   for n in sorted(e.name for e in os.scandir(full) if e.is_file()))
+    return out
+
+
 class VideoDataset(Dataset):
     """One sample per sequence: ``(file, first frame)``; outputs the frames (F, H, W, 3)
     uint8, then the label, frame numbers and timestamps as asked."""
@@ -211,6 +238,9 @@ class VideoDataset(Dataset):
             video = np.empty((len(idx),) + frames.shape[1:], np.uint8)
             video[idx >= 0] = frames
             video[idx < 0] = o["fill_value"]
+        if o.get("dtype") == np.float32:  # the legacy reader's FLOAT output, 0..1 when normalized
+            video = video.astype(np.float32) * np.float32(1 / 255) if o.get("normalized") \
+                else video.astype(np.float32)
         out = [video]
         if self.file_labels is not None:
             out.append(np.array([self.file_labels[f]], np.int32))
@@ -260,7 +290,32 @@ def _frame_num_mode(value: Any) -> str:
     raise ValueError(f"`enable_frame_num` must be 'none', 'scalar', 'sequence' or a bool, got {value!r}")
 
 
-class Video(StreamReader):
+class _DeviceOutputs(StreamReader):
+    """Decodes on the host; with ``device="gpu"`` (DALI's GPU backend) the outputs are then
+    copied to the GPU (which needs ndd's CUDA plugin)."""
+
+    _out_device = "cpu"
+
+    @staticmethod
+    def _host_device(device: str) -> str:
+        if device not in ("cpu", "gpu"):
+            raise ValueError(f'`device` must be "cpu" or "gpu", got {device!r}')
+        return "cpu"
+
+    def _moved(self, outputs: Any) -> Any:
+        if self._out_device != "gpu" or outputs is None:
+            return outputs
+        return tuple(o.gpu() for o in outputs)
+
+    def _deliver(self, fetch: Any) -> Any:
+        for outputs in super()._deliver(fetch):
+            yield self._moved(outputs)
+
+    def _run(self, batch_size: int | None, **args: Any) -> Any:
+        return self._moved(super()._run(batch_size, **args))
+
+
+class Video(_DeviceOutputs):
     """Reads sequences of ``sequence_length`` frames from video files (any codec FFmpeg
     decodes, through PyAV): yields ``video`` (F, H, W, 3) uint8 "FHWC", then ``labels``
     (int32 (1,); with ``file_root``, ``file_list``, or ``labels`` given with ``filenames``),
@@ -338,9 +393,10 @@ class Video(StreamReader):
             timestamps=flag(enable_timestamps, "enable_timestamps"),
             uniform_sample=flag(uniform_sample, "uniform_sample"),
         )
+        self._out_device = device
         super().__init__(
-            max_batch_size, name, device, num_inputs, initial_fill=initial_fill, lazy_init=lazy_init,
-            pad_last_batch=pad_last_batch, prefetch_queue_depth=prefetch_queue_depth,
+            max_batch_size, name, self._host_device(device), num_inputs, initial_fill=initial_fill,
+            lazy_init=lazy_init, pad_last_batch=pad_last_batch, prefetch_queue_depth=prefetch_queue_depth,
             random_shuffle=random_shuffle, read_ahead=read_ahead, seed=seed, shard_id=shard_id,
             num_shards=num_shards, stick_to_shard=stick_to_shard, skip_cached_images=skip_cached_images,
             dont_use_mmap=dont_use_mmap, tensor_init_bytes=tensor_init_bytes,
@@ -363,69 +419,56 @@ class Video(StreamReader):
             return [list(c) for c in zip(*[ds.read(i, m if m != "none" else None) for i, m in zip(idx, modes)])]
         return read_many
 
-    def _entries(self) -> list[ListEntry]:
-        given = [a for a, v in (("file_root", self._file_root), ("file_list", self._file_list),
-                                ("filenames", self._filenames)) if v]
-        if len(given) != 1:
-            raise ValueError("Video reader needs exactly one of `file_root`, `file_list` and `filenames`"
-                             + (f"; got {' and '.join(given)}" if given else ""))
-        if self._labels is not None and not self._filenames:
-            raise ValueError("`labels` needs `filenames`")
-        if self._filenames:
-            labels = self._labels
-            if labels is not None and len(labels) != len(self._filenames):
-                raise ValueError(f"`labels` has {len(labels)} entries but `filenames` has {len(self._filenames)}")
-            return [ListEntry(p, None if labels is None else labels[k]) for k, p in enumerate(self._filenames)]
-        if self._file_list:
-            return parse_video_list(self._file_list)
-        root = self._file_root
-        if not os.path.isdir(root):
-            raise ValueError(f"file_root {root!r} is not a directory")
-        out = []
-        dirs = sorted(e.name for e in os.scandir(root) if e.is_dir())
-        for label, d in enumerate(dirs):
-            full = os.path.join(root, d)
-            for n in sorted(e.name for e in os.scandir(full) if e.is_file()):
-                out.append(ListEntry(os.path.join(full, n), label))
-        return out
-
     def _open(self) -> Dataset:
-        entries = self._entries()
-        has_labels = bool(self._file_root or self._file_list or self._labels is not None)
         o = self._opts
-        files, labels, ranges, stamps, seqs = [], [], [], [], []
-        for e in entries:
-            if not os.path.isfile(e.path):
-                raise ValueError(f"{e.path}: video file does not exist" + (f" ({e.line})" if e.line else ""))
-            try:
-                vf = VideoFile(e.path)
-            except ValueError as err:
-                warnings.warn(f"Video reader: skipping {e.path}: {err}", stacklevel=2)
-                continue
-            with vf:
-                a, b = frame_range(vf, e.span, self._list_format, self._rounding)
-                if a < 0:
-                    raise ValueError(f"{e.line}: the start frame is before the beginning of {e.path} "
-                                     f"({vf.num_frames} frames)")
-                ts = vf.timestamps
-            if b <= a:
-                warnings.warn(f"Video reader: empty frame range [{a}, {b}) for {e.path}"
-                              + (f" ({e.line})" if e.line else "") + "; skipping it", stacklevel=2)
-                continue
-            f = len(files)
-            files.append(e.path)
-            labels.append(e.label)
-            ranges.append((a, b))
-            stamps.append(ts)
+        entries = list_sources("Video", self._file_root, self._file_list, self._filenames, self._labels,
+                               parse_video_list)
+
+        def starts(n: int) -> list[int]:
             if o["uniform_sample"]:
-                starts = [0]
-            else:
-                starts = sequence_starts(b - a, o["sequence_length"], o["stride"], o["step"],
-                                         o["pad_mode"] != "none")
-            seqs.extend((f, a + s) for s in starts)
-        if not seqs:
+                return [0]
+            return sequence_starts(n, o["sequence_length"], o["stride"], o["step"], o["pad_mode"] != "none")
+        ds = build_dataset("Video", entries, bool(self._file_root or self._file_list or self._labels is not None),
+                           o, lambda vf, e: frame_range(vf, e.span, self._list_format, self._rounding), starts,
+                           skip_unreadable=True)
+        if not len(ds):
             raise ValueError("Video reader: no file holds a whole sequence of "
                              f"{o['sequence_length']} frames (stride {o['stride']}); "
                              "pass a pad_mode to read shorter videos")
-        return VideoDataset(files, list(files), labels if has_labels else None, ranges, stamps, seqs, o)
+        return ds
 
+
+def build_dataset(op: str, entries: list[ListEntry], has_labels: bool, opts: dict[str, Any],
+                  range_of: Any, starts_of: Any, skip_unreadable: bool) -> VideoDataset:
+    """Index the files of ``entries``: each one's frame range ``range_of(video, entry)`` and
+    its sequences, starting at ``starts_of(range length)`` within the range. Files FFmpeg
+    cannot open are skipped with a warning when ``skip_unreadable``, empty ranges always."""
+    files, labels, ranges, stamps, seqs = [], [], [], [], []
+    for e in entries:
+        where = f" ({e.line})" if e.line else ""
+        if not os.path.isfile(e.path):
+            raise ValueError(f"{op} reader: {e.path}: video file does not exist{where}")
+        try:
+            vf = VideoFile(e.path)
+        except ValueError as err:
+            if not skip_unreadable:
+                raise ValueError(f"{op} reader: {err}{where}") from None
+            warnings.warn(f"{op} reader: skipping {e.path}: {err}", stacklevel=3)
+            continue
+        with vf:
+            a, b = range_of(vf, e)
+            if a < 0:
+                raise ValueError(f"{op} reader: {e.line}: the start frame is before the beginning of {e.path} "
+                                 f"({vf.num_frames} frames)")
+            ts = vf.timestamps
+        if b <= a:
+            warnings.warn(f"{op} reader: empty frame range [{a}, {b}) for {e.path}{where}; skipping it",
+                          stacklevel=3)
+            continue
+        f = len(files)
+        files.append(e.path)
+        labels.append(e.label)
+        ranges.append((a, b))
+        stamps.append(ts)
+        seqs.extend((f, a + s) for s in starts_of(b - a))
+    return VideoDataset(files, list(files), labels if has_labels else None, ranges, stamps, seqs, opts)
