@@ -345,3 +345,31 @@ def test_legacy_errors(videos: dict) -> None:
         ndd.readers.Video(filenames=[x], sequence_length=20)
     with pytest.raises(ValueError, match="exactly one of"):
         ndd.readers.Video(sequence_length=2)
+
+
+def test_video_resize(videos: dict) -> None:
+    dali_names = [
+        "max_batch_size", "name", "device", "num_inputs", "additional_decode_surfaces", "antialias", "channels",
+        "dont_use_mmap", "dtype", "enable_frame_num", "enable_timestamps", "file_list", "file_list_frame_num",
+        "file_list_include_preceding_frame", "file_root", "filenames", "image_type", "initial_fill", "interp_type",
+        "labels", "lazy_init", "mag_filter", "max_size", "min_filter", "minibatch_size", "mode", "normalized",
+        "num_shards", "pad_last_batch", "pad_sequences", "prefetch_queue_depth", "random_shuffle", "read_ahead",
+        "resize_longer", "resize_shorter", "resize_x", "resize_y", "resize_z", "roi_end", "roi_relative",
+        "roi_start", "seed", "sequence_length", "shard_id", "size", "skip_cached_images", "skip_vfr_check", "step",
+        "stick_to_shard", "stride", "subpixel_scale", "temp_buffer_hint", "tensor_init_bytes",
+        "enable_checkpointing"]
+    assert list(inspect.signature(ndd.readers.VideoResize).parameters) == dali_names
+    kw = dict(filenames=videos["paths"][1:], labels=[], sequence_length=3, step=5, enable_frame_num=True)
+    plain = epoch(ndd.readers.Video(**kw))
+    resized = epoch(ndd.readers.VideoResize(**kw, resize_shorter=12, interp_type=ndd.types.INTERP_NN))
+    assert len(plain) == len(resized) == 5
+    for (v, lab, fn), (r, lab2, fn2) in zip(plain, resized):
+        assert lab.tolist() == lab2.tolist() and fn.tolist() == fn2.tolist()
+        frames = ndd.as_batch(list(v), layout="HWC")
+        want = np.stack([np.asarray(t) for t in ndd.resize(frames, resize_shorter=12,
+                                                           interp_type=ndd.types.INTERP_NN).tensors])
+        assert r.shape[1] == 12 and np.array_equal(r, want)  # each frame resized as ndd.resize does
+    out = next(iter(ndd.readers.VideoResize(**kw, size=[8, 10]).next_epoch(batch_size=2)))
+    assert out[0].layout == "FHWC" and [np.asarray(t).shape for t in out[0].tensors] == [(3, 8, 10, 3)] * 2
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        ndd.readers.VideoResize(**kw, resize_shorter=8, resize_longer=9)

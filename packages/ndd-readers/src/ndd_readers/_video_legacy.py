@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ import numpy as np
 
 from ndd._dtype import dtype as as_dtype
 from ndd.plugins import VideoFile
-from ndd.types import DALIDataType, DALIImageType
+from ndd.types import DALIDataType, DALIImageType, DALIInterpType
 
 from ._base import Dataset, flag, integer, path_list
 from ._file import int_labels
@@ -187,3 +188,116 @@ class Video(_DeviceOutputs):
                              "the videos and the requested `sequence_length` and `stride` (or pass "
                              "`pad_sequences=True`)")
         return ds
+
+
+_RESIZE_ARGS = ("antialias", "interp_type", "mag_filter", "max_size", "min_filter", "minibatch_size", "mode",
+                "resize_longer", "resize_shorter", "resize_x", "resize_y", "resize_z", "roi_end", "roi_relative",
+                "roi_start", "size", "subpixel_scale", "temp_buffer_hint")
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+class VideoResize(Video):
+    """:class:`Video` whose frames are then resized by ``ndd.resize`` with the resize
+    arguments given (DALI's ``readers.VideoResize``); every frame of a sequence is resized
+    alike. The resize runs on the loop's thread, after the read-ahead."""
+
+    def __init__(
+        self,
+        max_batch_size: int | None = None,
+        name: str | None = None,
+        device: str = "cpu",
+        num_inputs: int | None = None,
+        *,
+        additional_decode_surfaces: int = 2,
+        antialias: bool = True,
+        channels: int = 3,
+        dont_use_mmap: bool = False,
+        dtype: Any = DALIDataType.UINT8,
+        enable_frame_num: str | bool = "none",
+        enable_timestamps: bool = False,
+        file_list: str | os.PathLike = "",
+        file_list_frame_num: bool = False,
+        file_list_include_preceding_frame: bool = False,
+        file_root: str | os.PathLike = "",
+        filenames: Sequence[str | os.PathLike] | str = (),
+        image_type: Any = DALIImageType.RGB,
+        initial_fill: int = 1024,
+        interp_type: Any = DALIInterpType.INTERP_LINEAR,
+        labels: Sequence[int] | int | None = None,
+        lazy_init: bool = False,
+        mag_filter: Any = DALIInterpType.INTERP_LINEAR,
+        max_size: Any = None,
+        min_filter: Any = DALIInterpType.INTERP_LINEAR,
+        minibatch_size: int = 32,
+        mode: str = "default",
+        normalized: bool = False,
+        num_shards: int = 1,
+        pad_last_batch: bool = False,
+        pad_sequences: bool = False,
+        prefetch_queue_depth: int = 1,
+        random_shuffle: bool = False,
+        read_ahead: bool = False,
+        resize_longer: float = 0.0,
+        resize_shorter: float = 0.0,
+        resize_x: float = 0.0,
+        resize_y: float = 0.0,
+        resize_z: float = 0.0,
+        roi_end: Any = None,
+        roi_relative: bool = False,
+        roi_start: Any = None,
+        seed: int = -1,
+        sequence_length: int,
+        shard_id: int = 0,
+        size: Any = None,
+        skip_cached_images: bool = False,
+        skip_vfr_check: bool = False,
+        step: int = -1,
+        stick_to_shard: bool = False,
+        stride: int = 1,
+        subpixel_scale: bool = True,
+        temp_buffer_hint: int = 0,
+        tensor_init_bytes: int = 1048576,
+        enable_checkpointing: bool = False,
+    ) -> None:
+        given, defaults = dict(locals()), inspect.signature(VideoResize).parameters
+        # (only the arguments given: ndd.resize tells "not given" from a default-valued one)
+        self._resize = {k: given[k] for k in _RESIZE_ARGS if given[k] is not defaults[k].default
+                        and not _same(given[k], defaults[k].default)}
+        import ndd
+
+        # Check the resize arguments now, on a tiny frame, so that mistakes surface here.
+        ndd.resize(ndd.tensor(np.zeros((2, 2, 3), np.uint8), layout="HWC"), **self._resize)
+        super().__init__(
+            max_batch_size, name, device, num_inputs, additional_decode_surfaces=additional_decode_surfaces,
+            channels=channels, dont_use_mmap=dont_use_mmap, dtype=dtype, enable_frame_num=enable_frame_num,
+            enable_timestamps=enable_timestamps, file_list=file_list, file_list_frame_num=file_list_frame_num,
+            file_list_include_preceding_frame=file_list_include_preceding_frame, file_root=file_root,
+            filenames=filenames, image_type=image_type, initial_fill=initial_fill, labels=labels,
+            lazy_init=lazy_init, normalized=normalized, num_shards=num_shards, pad_last_batch=pad_last_batch,
+            pad_sequences=pad_sequences, prefetch_queue_depth=prefetch_queue_depth, random_shuffle=random_shuffle,
+            read_ahead=read_ahead, seed=seed, sequence_length=sequence_length, shard_id=shard_id,
+            skip_cached_images=skip_cached_images, skip_vfr_check=skip_vfr_check, step=step,
+            stick_to_shard=stick_to_shard, stride=stride, tensor_init_bytes=tensor_init_bytes,
+            enable_checkpointing=enable_checkpointing,
+        )
+
+    def _post(self, outputs: Any) -> Any:
+        import ndd
+
+        video = outputs[0]
+        single = isinstance(video, ndd.Tensor)
+        seqs = [np.asarray(video)] if single else [np.asarray(t) for t in video.tensors]
+        frames = ndd.as_batch([f for s in seqs for f in s], layout="HWC")
+        resized = [np.asarray(t) for t in ndd.resize(frames, **self._resize).tensors]
+        out, k = [], 0
+        for s in seqs:
+            out.append(np.stack(resized[k:k + len(s)]))
+            k += len(s)
+        new = ndd.tensor(out[0], layout="FHWC") if single else ndd.as_batch(out, layout="FHWC")
+        return (new,) + tuple(outputs[1:])

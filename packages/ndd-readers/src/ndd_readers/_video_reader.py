@@ -302,8 +302,15 @@ class _DeviceOutputs(StreamReader):
             raise ValueError(f'`device` must be "cpu" or "gpu", got {device!r}')
         return "cpu"
 
+    def _post(self, outputs: Any) -> Any:
+        """The outputs as the loop receives them (a hook run on the loop's thread)."""
+        return outputs
+
     def _moved(self, outputs: Any) -> Any:
-        if self._out_device != "gpu" or outputs is None:
+        if outputs is None:
+            return outputs
+        outputs = self._post(outputs)
+        if self._out_device != "gpu":
             return outputs
         return tuple(o.gpu() for o in outputs)
 
