@@ -254,8 +254,8 @@ def test_errors(videos: dict, tmp_path) -> None:
         V(filenames=[x], labels=[1, 2], sequence_length=2)
     with pytest.raises(ValueError, match="no file holds a whole sequence"):
         V(filenames=[x], sequence_length=50)
-    with pytest.raises(ValueError, match="does not exist"):
-        V(filenames=[str(tmp_path / "missing.webm")], sequence_length=2)
+    with pytest.warns(UserWarning, match="does not exist"), pytest.raises(ValueError, match="no file holds"):
+        V(filenames=[str(tmp_path / "missing.webm")], sequence_length=2)  # skipped, as DALI does
     bad = tmp_path / "bad.webm"
     bad.write_bytes(b"not a video at all")
     with pytest.warns(UserWarning, match="skipping"):
@@ -345,6 +345,8 @@ def test_legacy_errors(videos: dict) -> None:
         ndd.readers.Video(filenames=[x], sequence_length=20)
     with pytest.raises(ValueError, match="exactly one of"):
         ndd.readers.Video(sequence_length=2)
+    with pytest.raises(ValueError, match="does not exist"):
+        ndd.readers.Video(filenames=[x + ".missing"], sequence_length=2)
 
 
 def test_video_resize(videos: dict) -> None:

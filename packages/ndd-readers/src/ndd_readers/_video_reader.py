@@ -334,9 +334,14 @@ class Video(_DeviceOutputs):
     ``sequence_length * stride`` frames fit; with ``pad_mode`` other than 'none', one more
     sequence follows, its frames past the end padded (constant frames have frame number and
     timestamp -1). ``uniform_sample`` gives one sequence per file instead. ``file_root``
-    reads the files of its sub-directories (labels 0, 1, ... in sorted order); files FFmpeg
-    cannot open are skipped with a warning. See :class:`StreamReader` for the epoch,
-    shard, shuffle and state rules.
+    reads the files of its sub-directories (labels 0, 1, ... in sorted order); relative
+    paths are taken from the working directory; missing files, files FFmpeg cannot open
+    and empty file_list ranges are skipped with a warning. ``file_list`` lines are
+    ``file label [start [end]]``: frames ``[start, end)`` ('frames'; negative from the end)
+    or seconds ('timestamps', with ``file_list_rounding``); a start without an end reads
+    nothing, and ``file_list_include_end`` has no effect, both as in DALI 2.4. With
+    ``device="gpu"`` the outputs are copied to the GPU. See :class:`StreamReader` for the
+    epoch, shard, shuffle and state rules.
     """
 
     def __init__(
@@ -449,12 +454,16 @@ def build_dataset(op: str, entries: list[ListEntry], has_labels: bool, opts: dic
                   range_of: Any, starts_of: Any, skip_unreadable: bool) -> VideoDataset:
     """Index the files of ``entries``: each one's frame range ``range_of(video, entry)`` and
     its sequences, starting at ``starts_of(range length)`` within the range. Files FFmpeg
-    cannot open are skipped with a warning when ``skip_unreadable``, empty ranges always."""
+    cannot open (or that do not exist) are skipped with a warning when ``skip_unreadable``,
+    empty ranges always."""
     files, labels, ranges, stamps, seqs = [], [], [], [], []
     for e in entries:
         where = f" ({e.line})" if e.line else ""
         if not os.path.isfile(e.path):
-            raise ValueError(f"{op} reader: {e.path}: video file does not exist{where}")
+            if not skip_unreadable:
+                raise ValueError(f"{op} reader: {e.path}: video file does not exist{where}")
+            warnings.warn(f"{op} reader: skipping {e.path}: the file does not exist{where}", stacklevel=3)
+            continue
         try:
             vf = VideoFile(e.path)
         except ValueError as err:
