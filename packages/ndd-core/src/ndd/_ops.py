@@ -118,7 +118,8 @@ class OpModule(ModuleType):
         return fn
 
     def __dir__(self) -> list[str]:
-        return module_names(self._ndd_path)
+        names = module_names(self._ndd_path)
+        return sorted([*names, "readers"]) if self._ndd_path == "experimental" else names
 
 
 _modules: dict[str, ModuleType] = {}

@@ -212,6 +212,17 @@ class VideoFile:
         return len(self._pts)
 
     @property
+    def pts(self) -> np.ndarray | None:
+        """Presentation timestamp of each frame in units of :attr:`time_base` (int64), or
+        None for a stream without timestamps."""
+        return self._pts if self._timed else None
+
+    @property
+    def time_base(self) -> float:
+        """Seconds per unit of :attr:`pts` (0.0 when unknown)."""
+        return self._time_base
+
+    @property
     def timestamps(self) -> np.ndarray:
         """Presentation time of each frame, in seconds (float64)."""
         if self._timed and self._time_base:

@@ -16,6 +16,9 @@ def register(reg: Registry) -> None:
     from ._nemo_asr import NemoAsr
     from ._numpy_reader import Numpy
     from ._tfrecord_reader import TFRecord
+    from ._video_legacy import Video as LegacyVideo
+    from ._video_legacy import VideoResize
+    from ._video_reader import Video
     from ._webdataset import Webdataset
     from .distributed import shard_args
 
@@ -30,3 +33,6 @@ def register(reg: Registry) -> None:
     reg.add_reader("NemoAsr", NemoAsr)
     reg.add_reader("shard_args", shard_args)  # ours: a helper function, not a reader class
     reg.add_reader("experimental.Fits", Fits)  # ndd.experimental.readers.Fits
+    reg.add_reader("experimental.Video", Video)  # ndd.experimental.readers.Video
+    reg.add_reader("Video", LegacyVideo)
+    reg.add_reader("VideoResize", VideoResize)
